@@ -1,0 +1,81 @@
+"""The one LLM provider interface. A provider is a small class: a profile name, the model it
+runs, and two ways to call it: stream text, or produce an object of a Pydantic model."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: str  # "system", "user" or "assistant"
+    content: str
+
+
+@dataclass
+class Usage:
+    """Token accounting for one call, filled in by the provider as it goes."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class ProviderError(Exception):
+    """A call to a model failed in a way the user should be told about."""
+
+
+class ProviderUnavailable(ProviderError):
+    """The profile cannot be used here (missing key, missing weights)."""
+
+
+class GenerationCancelled(ProviderError):
+    """The caller asked to stop while the model was still writing."""
+
+
+@dataclass
+class CallOptions:
+    max_tokens: int = 512
+    temperature: float = 0.3
+    # Polled between tokens; returning True stops the generation (GenerationCancelled).
+    should_stop: Callable[[], bool] | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+class LLMProvider:
+    profile: str = ""
+    model_name: str = ""
+
+    def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
+        """Yield the reply in text pieces as the model writes them."""
+        raise NotImplementedError
+
+    def stream_structured(
+        self, messages: list[ChatMessage], schema: type[T], options: CallOptions
+    ) -> Iterator[str]:
+        """Yield raw JSON text pieces constrained to `schema`'s JSON schema."""
+        raise NotImplementedError
+
+    def structured(self, messages: list[ChatMessage], schema: type[T], options: CallOptions) -> T:
+        """Return one validated `schema` object (one repair retry on invalid output)."""
+        text = "".join(self.stream_structured(messages, schema, options))
+        return parse_structured(text, schema)
+
+
+def parse_structured(text: str, schema: type[T]) -> T:
+    from pydantic import ValidationError
+
+    try:
+        return schema.model_validate_json(text)
+    except ValidationError as exc:
+        raise ProviderError(f"The model's reply did not match {schema.__name__}: {exc.errors()[:2]}") from exc
+
+
+# llama.cpp contexts are not thread-safe: one model instance per process, one call at a time.
+MODEL_LOCK = threading.Lock()

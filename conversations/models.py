@@ -1,0 +1,179 @@
+from django.conf import settings
+from django.db import models
+
+from rag.models import Codebase
+
+
+class PlanningSession(models.Model):
+    class Mode(models.TextChoices):
+        PLANNING = "planning", "Planning workflow"
+        DEBATE = "debate", "Debate"
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Agents are working"
+        AWAITING_HUMAN = "awaiting_human", "Waiting for you"
+        COMPLETED = "completed", "Completed"
+        STOPPED = "stopped", "Stopped"
+        FAILED = "failed", "Failed"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="planning_sessions")
+    """Who started the session; only they can read it or act in it."""
+    codebase = models.ForeignKey(Codebase, on_delete=models.CASCADE, related_name="sessions")
+    """The indexed codebase the agents plan against."""
+    title = models.CharField(max_length=200)
+    """Short label shown in lists, taken from the task."""
+    task = models.TextField()
+    """The change the human asked for, in their words."""
+    mode = models.CharField(max_length=20, choices=Mode.choices, default=Mode.PLANNING)
+    """Planning workflow or free debate."""
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
+    """Who has the floor: the agents, the human, or nobody any more."""
+    agent_a_profile = models.CharField(max_length=50)
+    """LLM profile Agent A (proposer) runs on."""
+    agent_b_profile = models.CharField(max_length=50)
+    """LLM profile Agent B (critic) runs on."""
+    language = models.CharField(max_length=8, default="en")
+    """Language of the task (en or vi); agents answer in it."""
+    task_analysis = models.JSONField(default=dict, blank=True)
+    """What the system worked out about the task: language, kind of change, search terms."""
+    max_exchanges = models.PositiveSmallIntegerField(default=2)
+    """Debate: how many A→B exchanges run before the human gets the floor back."""
+    exchanges_since_human = models.PositiveSmallIntegerField(default=0)
+    """Debate: exchanges completed since the human last spoke."""
+    turn_index = models.PositiveIntegerField(default=0)
+    """How many agent turns have been committed; names the next turn for idempotency."""
+    last_seq = models.PositiveIntegerField(default=0)
+    """Highest message seq handed out; the next message gets last_seq + 1."""
+    stop_requested = models.BooleanField(default=False)
+    """The human pressed Stop while agents were running; the job ends at the next check."""
+    error = models.TextField(blank=True)
+    """Why the session failed, if it did."""
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    """Last sign of life from the job running the session; a stale one means it died."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When the session was started."""
+    updated_at = models.DateTimeField(auto_now=True)
+    """When the session last changed."""
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "Human"
+        AGENT = "agent", "Agent"
+        SYSTEM = "system", "System"
+
+    class State(models.TextChoices):
+        STREAMING = "streaming", "Streaming"
+        COMPLETE = "complete", "Complete"
+        INTERRUPTED = "interrupted", "Interrupted"
+
+    session = models.ForeignKey(PlanningSession, on_delete=models.CASCADE, related_name="messages")
+    """The session the message belongs to."""
+    seq = models.PositiveIntegerField()
+    """Position in the session, unique and increasing; clients resume after the last one seen."""
+    role = models.CharField(max_length=10, choices=Role.choices)
+    """Who wrote it: the human, an agent, or the system."""
+    agent = models.CharField(max_length=1, blank=True)
+    """"A" or "B" for agent messages, empty otherwise."""
+    node = models.CharField(max_length=40, blank=True)
+    """Planning node that produced it (analyze_codebase, …), empty in debate mode."""
+    turn_key = models.CharField(max_length=80, null=True, blank=True)
+    """Names the agent turn that wrote it, so re-running a turn replaces rather than duplicates."""
+    content = models.TextField(blank=True)
+    """The text (markdown), saved as it streams."""
+    state = models.CharField(max_length=12, choices=State.choices, default=State.COMPLETE)
+    """Whether the text is still streaming, complete, or was cut off."""
+    signal = models.CharField(max_length=10, blank=True)
+    """Debate: what the agent decided next (CONTINUE, HANDOVER, STOP)."""
+    citations = models.JSONField(default=list, blank=True)
+    """Code the message rests on: [{"path", "start", "end", "exists"}]."""
+    profile = models.CharField(max_length=50, blank=True)
+    """LLM profile that wrote it."""
+    model = models.CharField(max_length=100, blank=True)
+    """Model name that wrote it."""
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    """Tokens read by the model for this message."""
+    completion_tokens = models.PositiveIntegerField(default=0)
+    """Tokens the model wrote for this message."""
+    latency_ms = models.PositiveIntegerField(default=0)
+    """Wall time from request to last token."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When the message was started."""
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="unique_message_seq"),
+            models.UniqueConstraint(fields=["session", "turn_key"], name="unique_message_turn"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.role}{self.agent}"
+
+
+class PlanningState(models.Model):
+    session = models.OneToOneField(PlanningSession, on_delete=models.CASCADE, related_name="state")
+    """The session this workflow state belongs to."""
+    current_node = models.CharField(max_length=40, default="analyze_codebase")
+    """The node to run next (or checkpoint / completed / stopped)."""
+    analysis = models.TextField(blank=True)
+    """Output of analyze_codebase."""
+    proposal = models.JSONField(default=dict, blank=True)
+    """Latest structured proposal from propose_changes."""
+    review = models.TextField(blank=True)
+    """Latest critique from review_and_refine."""
+    validation = models.JSONField(default=dict, blank=True)
+    """Result of validate_proposal: {"ok": bool, "problems": [...], "files": [...]}."""
+    feedback = models.TextField(blank=True)
+    """What the human asked to change at the checkpoint, fed into the next proposal."""
+    iteration = models.PositiveSmallIntegerField(default=0)
+    """How many times propose_changes has run."""
+    validation_failures = models.PositiveSmallIntegerField(default=0)
+    """How many proposals in a row failed validation (capped by settings)."""
+    updated_at = models.DateTimeField(auto_now=True)
+    """When the state last changed."""
+
+    def __str__(self) -> str:
+        return f"{self.session_id}@{self.current_node}"
+
+
+class Plan(models.Model):
+    class Review(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        APPROVED = "approved", "Approved"
+        CHANGES_REQUESTED = "changes_requested", "Changes requested"
+        REJECTED = "rejected", "Rejected"
+
+    session = models.ForeignKey(PlanningSession, on_delete=models.CASCADE, related_name="plans")
+    """The session that produced the plan."""
+    version = models.PositiveIntegerField()
+    """1 for the first plan of a session, then 2, 3… as it is revised."""
+    markdown = models.TextField()
+    """The plan as a markdown document."""
+    structured = models.JSONField(default=dict)
+    """The same plan as data: summary, decisions, steps, files (with exists), testing, risks."""
+    review_status = models.CharField(max_length=20, choices=Review.choices, default=Review.DRAFT)
+    """Staff review outcome."""
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    """Staff member who last set the review status."""
+    review_notes = models.TextField(blank=True)
+    """What the reviewer had to say."""
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    """When the review status was last set."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When this version was written."""
+
+    class Meta:
+        ordering = ["session", "-version"]
+        constraints = [models.UniqueConstraint(fields=["session", "version"], name="unique_plan_version")]
+
+    def __str__(self) -> str:
+        return f"Plan v{self.version} for {self.session}"

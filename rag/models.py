@@ -1,0 +1,103 @@
+from django.conf import settings
+from django.db import models
+
+
+class Codebase(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting to be indexed"
+        INDEXING = "indexing", "Indexing"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="codebases")
+    """Who uploaded it; only they can see it or plan on it."""
+    name = models.CharField(max_length=200)
+    """A human name for the codebase, from the form or the upload's file name."""
+    source_format = models.CharField(max_length=40, blank=True)
+    """How the upload was packed, detected when parsed (e.g. repomix-xml, repomix-json, zip)."""
+    upload_path = models.CharField(max_length=500, blank=True)
+    """Where the raw upload is kept on disk, relative to DATA_DIR, until it is indexed."""
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    """Where the codebase is in its life: pending → indexing → ready (or failed)."""
+    error = models.TextField(blank=True)
+    """Why indexing failed, in words the uploader can act on."""
+    progress = models.PositiveSmallIntegerField(default=0)
+    """Indexing progress in percent, for the upload page's bar."""
+    progress_stage = models.CharField(max_length=40, blank=True)
+    """The step indexing is on now (parsing, chunking, embedding, indexing)."""
+    file_count = models.PositiveIntegerField(default=0)
+    """How many files the pack holds."""
+    chunk_count = models.PositiveIntegerField(default=0)
+    """How many chunks were embedded and indexed."""
+    total_bytes = models.PositiveBigIntegerField(default=0)
+    """Size of all file contents, in bytes."""
+    languages = models.JSONField(default=dict, blank=True)
+    """Detected languages and how many files each has, e.g. {"python": 12}."""
+    content_hash = models.CharField(max_length=64, blank=True)
+    """sha256 over the sorted (path, file sha256) pairs: equal packs have equal hashes."""
+    embedding_model = models.CharField(max_length=100, blank=True)
+    """Which sentence encoder produced the vectors in the index."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When it was uploaded."""
+    updated_at = models.DateTimeField(auto_now=True)
+    """When it last changed."""
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_ready(self) -> bool:
+        return self.status == self.Status.READY
+
+
+class CodeFile(models.Model):
+    codebase = models.ForeignKey(Codebase, on_delete=models.CASCADE, related_name="files")
+    """The codebase this file belongs to."""
+    path = models.CharField(max_length=1000)
+    """Path inside the repository, with forward slashes and no leading slash."""
+    language = models.CharField(max_length=40, blank=True)
+    """Language guessed from the file name (python, javascript, markdown, …)."""
+    role = models.CharField(max_length=20, default="source")
+    """What the file is for: source, test, docs, config, generated, vendored or data."""
+    size = models.PositiveIntegerField(default=0)
+    """Size of the content in bytes (UTF-8)."""
+    line_count = models.PositiveIntegerField(default=0)
+    """Number of lines in the content."""
+    sha256 = models.CharField(max_length=64)
+    """sha256 of the content, to spot changed files on re-upload."""
+    content = models.TextField()
+    """The file's text, so agents and people can read the exact lines a plan cites."""
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [models.UniqueConstraint(fields=["codebase", "path"], name="unique_file_path")]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class Chunk(models.Model):
+    codebase = models.ForeignKey(Codebase, on_delete=models.CASCADE, related_name="chunks")
+    """The codebase this chunk belongs to (denormalised for fast lookups by vector id)."""
+    file = models.ForeignKey(CodeFile, on_delete=models.CASCADE, related_name="chunks")
+    """The file the chunk was cut from."""
+    ordinal = models.PositiveIntegerField()
+    """Position of the chunk's vector in the codebase's FAISS index."""
+    start_line = models.PositiveIntegerField()
+    """First line of the chunk in its file, counting from 1."""
+    end_line = models.PositiveIntegerField()
+    """Last line of the chunk in its file, inclusive."""
+    symbols = models.JSONField(default=list, blank=True)
+    """Names of the definitions (functions, classes) the chunk holds."""
+    text = models.TextField()
+    """The chunk's text exactly as it stands in the file."""
+
+    class Meta:
+        ordering = ["codebase", "ordinal"]
+        constraints = [models.UniqueConstraint(fields=["codebase", "ordinal"], name="unique_chunk_ordinal")]
+
+    def __str__(self) -> str:
+        return f"{self.file.path}:{self.start_line}-{self.end_line}"
