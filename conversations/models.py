@@ -91,6 +91,8 @@ class Message(models.Model):
     """Whether the text is still streaming, complete, or was cut off."""
     signal = models.CharField(max_length=10, blank=True)
     """Debate: what the agent decided next (CONTINUE, HANDOVER, STOP)."""
+    data = models.JSONField(default=dict, blank=True)
+    """The structured reply behind the text (a proposal, a plan), when there is one."""
     citations = models.JSONField(default=list, blank=True)
     """Code the message rests on: [{"path", "start", "end", "exists"}]."""
     profile = models.CharField(max_length=50, blank=True)

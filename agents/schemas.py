@@ -1,0 +1,55 @@
+"""Structured replies the agents produce, as Pydantic models (their JSON schema constrains the
+model's output: a grammar for llama.cpp, response_format for remote providers)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class TurnSignal(BaseModel):
+    """What a debating agent wants to happen after its reply."""
+
+    signal: Literal["CONTINUE", "HANDOVER", "STOP"] = Field(
+        description="CONTINUE: the other agent should answer. HANDOVER: the human should decide "
+        "now. STOP: the discussion is finished."
+    )
+    reason: str = Field(description="One short sentence explaining the choice.", max_length=300)
+
+
+class FileChange(BaseModel):
+    path: str = Field(description="Repository path, exactly as shown in the code context.")
+    action: Literal["modify", "create", "delete"] = Field(description="What happens to the file.")
+    reason: str = Field(description="Why this file changes.")
+
+
+class ProposalStep(BaseModel):
+    title: str = Field(description="The step in a few words.")
+    detail: str = Field(description="What to do, citing code as path:line.")
+    files: list[str] = Field(default_factory=list, description="Paths this step touches.")
+
+
+class Proposal(BaseModel):
+    """Agent A's proposed change, checked by validate_proposal."""
+
+    summary: str = Field(description="Two or three sentences: what changes and why.")
+    steps: list[ProposalStep] = Field(description="Ordered implementation steps.")
+    files: list[FileChange] = Field(description="Every file the change touches.")
+
+
+class Effort(BaseModel):
+    size: Literal["S", "M", "L", "XL"] = Field(description="T-shirt size of the whole change.")
+    estimate: str = Field(description="Rough time for one developer, e.g. '2-3 days'.")
+
+
+class PlanDraft(BaseModel):
+    """The final implementation plan written by finalize_plan."""
+
+    summary: str = Field(description="What the change does and why, in a short paragraph.")
+    decisions: list[str] = Field(description="Design decisions taken, each with its reason.")
+    steps: list[ProposalStep] = Field(description="Ordered steps, each citing code as path:line.")
+    files: list[FileChange] = Field(description="Every file touched.")
+    testing: list[str] = Field(description="How to test the change.")
+    risks: list[str] = Field(description="What could go wrong and how to mitigate it.")
+    effort: Effort

@@ -1,0 +1,67 @@
+"""Fixtures shared by the whole suite: users, an indexed codebase, the scripted provider."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+os.environ.setdefault("PLANAGENTS_FAKE_LLM_DELAY", "0")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data(settings, tmp_path_factory):
+    data = tmp_path_factory.mktemp("data")
+    settings.DATA_DIR = data
+    settings.PLANAGENTS_INDEX_DIR = data / "indexes"
+    settings.PLANAGENTS_FAKE_LLM = True
+    settings.PLANAGENTS_DEFAULT_PROFILE = "fake"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_script():
+    from agents.providers.fake import FakeProvider
+
+    FakeProvider.reset()
+    yield
+    FakeProvider.reset()
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user("alice", password="correct horse battery")
+
+
+@pytest.fixture
+def other_user(django_user_model):
+    return django_user_model.objects.create_user("mallory", password="correct horse battery")
+
+
+def make_codebase(owner, fixture: str = "repomix/sample.xml", name: str = "sample"):
+    """Upload and index a real Repomix pack synchronously; returns the ready codebase."""
+    from rag.indexing import index_codebase
+    from rag.models import Codebase
+    from rag.services import create_codebase_from_upload
+
+    upload = SimpleUploadedFile(Path(fixture).name, (FIXTURES / fixture).read_bytes())
+    codebase = create_codebase_from_upload(owner, name, [upload])
+    index_codebase(codebase.pk)
+    # In transactional tests the dispatched job may have claimed it first: wait for it.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        codebase = Codebase.objects.get(pk=codebase.pk)
+        if codebase.status in (Codebase.Status.READY, Codebase.Status.FAILED):
+            break
+        time.sleep(0.05)
+    assert codebase.status == Codebase.Status.READY, codebase.error
+    return codebase
+
+
+@pytest.fixture
+def codebase(user):
+    return make_codebase(user)

@@ -1,0 +1,30 @@
+import pytest
+from channels.db import database_sync_to_async
+
+from conversations import services
+from planagents.jobs import wait_for_jobs
+
+
+@pytest.fixture
+async def jobs_drained():
+    """Wait for in-process jobs started during the test before the database is flushed."""
+    yield
+    await wait_for_jobs(timeout=60)
+
+
+@pytest.fixture
+def start(user, codebase):
+    """Start a session through the service, as the new-session form does."""
+
+    async def _start(mode: str = "planning", task: str = "Add rate limiting to login", **kwargs):
+        return await database_sync_to_async(services.start_session)(
+            user,
+            codebase=codebase,
+            task=task,
+            mode=mode,
+            agent_a_profile="fake",
+            agent_b_profile="fake",
+            **kwargs,
+        )
+
+    return _start

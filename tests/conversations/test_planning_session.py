@@ -1,0 +1,139 @@
+"""A whole planning session through the websocket, with the scripted provider."""
+
+import pytest
+from channels.db import database_sync_to_async
+
+from agents.providers.fake import FakeProvider
+from conversations.models import Message, Plan, PlanningState
+from rag.models import CodeFile
+from tests.conversations.wsclient import Client
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
+
+
+def source_paths(codebase):
+    return list(CodeFile.objects.filter(codebase=codebase, role="source").values_list("path", flat=True))
+
+
+def proposal(path, *, extra=None):
+    files = [{"path": path, "action": "modify", "reason": "the login handler lives here"}]
+    files += extra or []
+    return {
+        "summary": f"Throttle failed logins in `{path}`.",
+        "steps": [{"title": "Count failures", "detail": f"Wrap the handler at `{path}:1`.", "files": [path]}],
+        "files": files,
+    }
+
+
+def plan_draft(path):
+    return {
+        "summary": "Add a per-user failed-login counter.",
+        "decisions": ["Keep counters in memory: one process serves the app."],
+        "steps": [{"title": "Add the counter", "detail": f"See `{path}:1`.", "files": [path]}],
+        "files": [
+            {"path": path, "action": "modify", "reason": "handler"},
+            {"path": "app/ratelimit.py", "action": "create", "reason": "the limiter"},
+        ],
+        "testing": ["A test that the sixth failed login in a minute gets 429."],
+        "risks": ["Counters reset on restart."],
+        "effort": {"size": "S", "estimate": "1 day"},
+    }
+
+
+async def test_it_runs_a_planning_session_to_a_validated_plan(start, user, codebase):
+    path = (await database_sync_to_async(source_paths)(codebase))[0]
+    FakeProvider.script(
+        "fake",
+        f"The login flow starts at `{path}:1`.",  # analyze_codebase
+        proposal("app/does_not_exist.py"),  # propose_changes #1: invents a path
+        "The proposal edits a file that is not there.",  # review_and_refine #1
+        proposal(path),  # propose_changes #2
+        "Better; add a test.",  # review_and_refine #2
+    )
+    session = await start()
+    client = Client(user, session.pk)
+    await client.connect()
+    checkpoint = await client.until_state("awaiting_human", node="checkpoint")
+    assert checkpoint["options"] == ["approve", "modify", "stop"]
+
+    messages = await database_sync_to_async(lambda: list(session.messages.order_by("seq")))()
+    nodes = [m.node for m in messages if m.node]
+    assert nodes == [
+        "analyze_codebase",
+        "propose_changes",
+        "review_and_refine",
+        "validate_proposal",
+        "propose_changes",
+        "review_and_refine",
+        "validate_proposal",
+    ]
+    failed, passed = [m for m in messages if m.node == "validate_proposal"]
+    assert "app/does_not_exist.py" in failed.content and "does not exist" in failed.content
+    assert "Validation passed" in passed.content
+    # What streamed is what was saved, token for token.
+    for m in messages:
+        assert client.texts[m.seq] == m.content
+    assert [m.seq for m in messages] == list(range(1, len(messages) + 1))
+
+    FakeProvider.script("fake", plan_draft(path))
+    await client.send({"type": "control", "action": "approve"})
+    await client.until_state("completed")
+    assert client.of_type("plan.updated")[-1]["version"] == 1
+
+    plan = await database_sync_to_async(Plan.objects.get)(session=session)
+    assert plan.version == 1
+    assert f"| `{path}` | modify | ✅ exists |" in plan.markdown
+    assert "| `app/ratelimit.py` | create | 🆕 new file |" in plan.markdown
+    for heading in ("## Summary", "## Decisions", "## Steps", "## Files", "## Testing", "## Risks"):
+        assert heading in plan.markdown
+    assert plan.structured["files"][0]["status"] == "exists"
+    await client.close()
+
+
+async def test_request_changes_goes_back_to_propose_with_the_humans_text(start, user, codebase):
+    session = await start()
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human", node="checkpoint")
+
+    await client.send({"type": "control", "action": "modify", "text": "Also cover the password reset form."})
+    await client.until_state("running")
+    await client.until_state("awaiting_human", node="checkpoint")
+
+    state = await database_sync_to_async(PlanningState.objects.get)(session=session)
+    assert state.feedback == "Also cover the password reset form."
+    assert state.iteration == 2
+    proposals = await database_sync_to_async(
+        lambda: session.messages.filter(node="propose_changes").count()
+    )()
+    assert proposals == 2
+    await client.close()
+
+
+async def test_stop_at_the_checkpoint_writes_a_summary(start, user):
+    session = await start()
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human", node="checkpoint")
+    FakeProvider.script("fake", "## Summary\nAgent A proposed a limiter; Agent B asked for tests.")
+    await client.send({"type": "control", "action": "stop"})
+    await client.until_state("stopped")
+
+    summary = await database_sync_to_async(
+        lambda: session.messages.get(node="summary")
+    )()
+    assert summary.role == Message.Role.SYSTEM
+    assert "Agent A proposed a limiter" in summary.content
+    await client.close()
+
+
+async def test_approve_is_refused_while_the_agents_are_still_working(start, user, monkeypatch):
+    monkeypatch.setenv("PLANAGENTS_FAKE_LLM_DELAY", "0.01")
+    FakeProvider.script("fake", "x " * 400)  # a long analysis keeps the agents busy
+    session = await start()
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.send({"type": "control", "action": "approve"})
+    error = await client.until(lambda e: e["type"] == "error")
+    assert "no proposal waiting" in error["message"]
+    await client.close()
