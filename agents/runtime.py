@@ -21,7 +21,7 @@ from conversations.services import message_payload, next_seq
 from planagents.streaming import publish
 
 FLUSH_SECONDS = 0.075  # batch tokens into one channel-layer event about this often
-SAVE_SECONDS = 1.0  # persist partial text (and beat the heart) about this often
+SAVE_SECONDS = 1.0  # beat the heart about this often (text is saved at every flush)
 
 
 class SessionStopped(Exception):
@@ -154,11 +154,15 @@ class TurnStream:
         if self._redraw:
             self._redraw = False
             self.message.content = self.content
+            Message.objects.filter(pk=self.message.pk).update(content=self.content)
             publish(self.session_id, {"type": "message.start", "message": message_payload(self.message)})
             self._sent = len(self.content)
             return
         if self._sent >= len(self.content):
             return
+        # Save before publishing: whatever a reconnecting client reads from the database then
+        # covers every delta already sent, so replay + live deltas never leave a gap.
+        Message.objects.filter(pk=self.message.pk).update(content=self.content)
         delta = self.content[self._sent :]
         publish(
             self.session_id,

@@ -103,7 +103,10 @@
   function onDelta(ev) {
     const node = document.getElementById("m" + ev.seq);
     const have = texts.get(ev.seq);
-    if (!node || have === undefined) return requestResume(ev.seq - 1);
+    if (!node || have === undefined) {
+      // A live delta can overtake the replay we asked for; the replay will carry its text.
+      return replaying ? undefined : requestResume(ev.seq - 1);
+    }
     if (ev.offset > have.length) return requestResume(ev.seq - 1); // a gap: replay from the db
     const end = ev.offset + ev.text.length;
     if (end <= have.length) return; // already have it (replay overlap)
@@ -183,7 +186,7 @@
       case "message.start": onStart(ev.message); break;
       case "message.delta": onDelta(ev); break;
       case "message.end": onEnd(ev.message); break;
-      case "session.state": onState(ev); break;
+      case "session.state": replaying = false; onState(ev); break;
       case "plan.updated": state.plan_version = ev.version; loadPlan(true); break;
       case "checkpoint": break;
       case "error": $("error").textContent = ev.message; return;
@@ -203,6 +206,7 @@
   }
 
   let resumeAsked = false;
+  let replaying = false;
   function requestResume(after) {
     if (resumeAsked) return;
     resumeAsked = true;
@@ -218,6 +222,7 @@
       retryDelay = 500;
       $("conn").textContent = "live";
       $("conn").className = "conn live";
+      replaying = true;
       socket.send(JSON.stringify({ type: "resume", after_seq: resumePoint() }));
     };
     socket.onmessage = (e) => handle(JSON.parse(e.data));

@@ -64,7 +64,9 @@ class Client:
             message = event["message"]
             self.texts[message["seq"]] = message["content"]
         elif kind == "message.delta":
-            have = self.texts.get(event["seq"], "")
+            if event["seq"] not in self.texts:
+                return  # live delta racing the replay: the replay's start will carry it
+            have = self.texts[event["seq"]]
             assert event["offset"] <= len(have), f"gap in message {event['seq']}"
             self.texts[event["seq"]] = have[: event["offset"]] + event["text"]
 
