@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from rag.models import CodeFile, Codebase
+from rag.models import Codebase, CodeFile
 
 # A path with at least one dot-extension, then :line or :start-end.
 _CITATION = re.compile(r"(?<![\w/.-])([\w./-]+\.[A-Za-z0-9]+):(\d+)(?:-(\d+))?")

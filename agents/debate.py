@@ -58,7 +58,10 @@ def _prompt(session: PlanningSession, letter: str, context: str) -> list[ChatMes
     )
     history = clip_transcript(transcript_lines(session))
     user = f"Task: {session.task}\n\n{context}\n\nDiscussion so far:\n{history or '(none yet)'}\n\n{ask} At most 180 words."
-    return [ChatMessage("system", f"{role} {language_rule(session.language)}"), ChatMessage("user", user)]
+    return [
+        ChatMessage("system", f"{role} {language_rule(session.language)}"),
+        ChatMessage("user", user),
+    ]
 
 
 def _decide_signal(session: PlanningSession, profile: str, letter: str, message: Message) -> str:

@@ -3,10 +3,21 @@
 import re
 
 # Letters that occur in Vietnamese and (almost) never in English text.
-_VI_LETTERS = re.compile(
-    r"[ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE
-)
-_VI_WORDS = {"và", "của", "cho", "không", "là", "một", "các", "những", "được", "trong", "sửa", "lỗi"}
+_VI_LETTERS = re.compile(r"[ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE)
+_VI_WORDS = {
+    "và",
+    "của",
+    "cho",
+    "không",
+    "là",
+    "một",
+    "các",
+    "những",
+    "được",
+    "trong",
+    "sửa",
+    "lỗi",
+}
 
 
 def detect_language(text: str) -> str:

@@ -29,7 +29,7 @@ def file_status(path: str, action: str, paths: set[str]) -> str:
     return "exists" if exists else "missing"
 
 
-_STATUS_LABEL = {"exists": "✅ exists", "new": "🆕 new file", "missing": "⚠️ not in the codebase"}
+_STATUS_LABEL = {"exists": "exists", "new": "new file", "missing": "**NOT IN THE CODEBASE**"}
 
 
 def _items(data: dict[str, Any], key: str) -> list[Any]:
@@ -41,13 +41,26 @@ def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def unique_files(files: list[Any]) -> list[dict[str, Any]]:
+    """File entries with a path, one per normalised path (models like to repeat themselves)."""
+    seen: set[str] = set()
+    unique: list[dict[str, Any]] = []
+    for entry in files:
+        if not isinstance(entry, dict) or not _text(entry.get("path")):
+            continue
+        path = normalize_path(entry["path"])
+        if path in seen:
+            continue
+        seen.add(path)
+        unique.append({**entry, "path": path})
+    return unique
+
+
 def _files_table(files: list[Any], paths: set[str], *, complete: bool) -> list[str]:
     # No trailing pipes (GFM does not need them), so a row only ever grows at its end while
     # the model is still writing its reason: the live stream can append instead of redraw.
     rows = ["| File | Change | Status | Why", "|---|---|---|---"]
-    for entry in files:
-        if not isinstance(entry, dict) or not _text(entry.get("path")):
-            continue
+    for entry in unique_files(files):
         if not complete and "action" not in entry:
             continue  # the path may still be growing
         path = normalize_path(entry["path"])
@@ -67,7 +80,9 @@ def _steps(steps: list[Any], *, complete: bool) -> list[str]:
         detail = _text(step.get("detail"))
         lines.append(f"{number}. **{title}**" + (f" — {detail}" if detail else ""))
         last = number == len(steps)
-        files = [normalize_path(f) for f in _items(step, "files") if isinstance(f, str) and f.strip()]
+        files = [
+            normalize_path(f) for f in _items(step, "files") if isinstance(f, str) and f.strip()
+        ]
         if files and (complete or not last):
             lines.append("   Files: " + ", ".join(f"`{f}`" for f in files))
     return lines
@@ -92,7 +107,9 @@ def render_proposal(data: dict[str, Any], paths: set[str], *, complete: bool = T
     return "\n".join(out).strip()
 
 
-def render_plan(data: dict[str, Any], paths: set[str], *, title: str = "", complete: bool = True) -> str:
+def render_plan(
+    data: dict[str, Any], paths: set[str], *, title: str = "", complete: bool = True
+) -> str:
     """The plan document; sections in the order the JSON is written (see render_proposal)."""
     out: list[str] = [f"# Plan: {title}" if title else "# Plan", ""]
     if _text(data.get("summary")):
@@ -109,16 +126,22 @@ def render_plan(data: dict[str, Any], paths: set[str], *, title: str = "", compl
     effort = data.get("effort") if isinstance(data.get("effort"), dict) else {}
     if effort and _text(effort.get("size")):
         estimate = _text(effort.get("estimate"))
-        out += ["## Effort", "", f"**{_text(effort['size'])}**" + (f" — {estimate}" if estimate else ""), ""]
+        out += [
+            "## Effort",
+            "",
+            f"**{_text(effort['size'])}**" + (f" — {estimate}" if estimate else ""),
+            "",
+        ]
     return "\n".join(out).strip() + "\n"
 
 
 def annotate_files(data: dict[str, Any], paths: set[str]) -> dict[str, Any]:
     """The plan's data with each file entry's path normalised and its status recorded."""
-    files = []
-    for entry in _items(data, "files"):
-        if isinstance(entry, dict) and _text(entry.get("path")):
-            path = normalize_path(entry["path"])
-            action = _text(entry.get("action")) or "modify"
-            files.append({**entry, "path": path, "status": file_status(path, action, paths)})
+    files = [
+        {
+            **entry,
+            "status": file_status(entry["path"], _text(entry.get("action")) or "modify", paths),
+        }
+        for entry in unique_files(_items(data, "files"))
+    ]
     return {**data, "files": files}

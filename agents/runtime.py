@@ -67,7 +67,9 @@ class TurnStream:
 
     def open(self) -> Message:
         with transaction.atomic():
-            message = Message.objects.filter(session_id=self.session_id, turn_key=self.turn_key).first()
+            message = Message.objects.filter(
+                session_id=self.session_id, turn_key=self.turn_key
+            ).first()
             if message is None:
                 message = Message.objects.create(
                     session_id=self.session_id,
@@ -110,7 +112,9 @@ class TurnStream:
         if time.monotonic() - self._last_flush >= FLUSH_SECONDS:
             self._flush()
 
-    def finish(self, *, content: str | None = None, usage: Usage | None = None, **extra: Any) -> Message:
+    def finish(
+        self, *, content: str | None = None, usage: Usage | None = None, **extra: Any
+    ) -> Message:
         assert self.message is not None
         if content is not None:
             self.content = content
@@ -155,7 +159,9 @@ class TurnStream:
             self._redraw = False
             self.message.content = self.content
             Message.objects.filter(pk=self.message.pk).update(content=self.content)
-            publish(self.session_id, {"type": "message.start", "message": message_payload(self.message)})
+            publish(
+                self.session_id, {"type": "message.start", "message": message_payload(self.message)}
+            )
             self._sent = len(self.content)
             return
         if self._sent >= len(self.content):

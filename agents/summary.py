@@ -25,7 +25,10 @@ def write_summary(session: PlanningSession) -> Message:
             turn_key="summary",
             node="summary",
             messages=[
-                ChatMessage("system", f"You summarize engineering discussions faithfully. {language_rule(session.language)}"),
+                ChatMessage(
+                    "system",
+                    f"You summarize engineering discussions faithfully. {language_rule(session.language)}",
+                ),
                 ChatMessage("user", prompt),
             ],
             max_tokens=350,
@@ -34,7 +37,11 @@ def write_summary(session: PlanningSession) -> Message:
         )
     except TurnFailed:
         # The model is down: a plain outline of the discussion beats no summary.
-        outline = "\n".join(f"- {line.splitlines()[0][:200]}" for line in lines) or "- (nothing was said)"
-        stream = TurnStream(session.pk, turn_key="summary-outline", role=Message.Role.SYSTEM, node="summary")
+        outline = (
+            "\n".join(f"- {line.splitlines()[0][:200]}" for line in lines) or "- (nothing was said)"
+        )
+        stream = TurnStream(
+            session.pk, turn_key="summary-outline", role=Message.Role.SYSTEM, node="summary"
+        )
         stream.open()
         return stream.finish(content=f"**Summary (model unavailable, outline only)**\n\n{outline}")

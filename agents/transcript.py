@@ -29,8 +29,9 @@ def human_notes(session: PlanningSession, after_seq: int = 0) -> list[str]:
     first = session.messages.filter(role=Message.Role.USER).order_by("seq").first()
     return [
         m.content.strip()
-        for m in session.messages.filter(role=Message.Role.USER, seq__gt=max(after_seq, first.seq if first else 0))
-        .order_by("seq")
+        for m in session.messages.filter(
+            role=Message.Role.USER, seq__gt=max(after_seq, first.seq if first else 0)
+        ).order_by("seq")
     ]
 
 
@@ -42,4 +43,6 @@ def retrieve_for(session: PlanningSession, extra: str = "", k: int | None = None
 
 
 def hit_citations(hits: list[Hit]) -> list[dict[str, object]]:
-    return [{"path": h.path, "start": h.start_line, "end": h.end_line, "exists": True} for h in hits]
+    return [
+        {"path": h.path, "start": h.start_line, "end": h.end_line, "exists": True} for h in hits
+    ]

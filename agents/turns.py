@@ -12,7 +12,13 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
 from agents.providers import get_provider
-from agents.providers.base import CallOptions, ChatMessage, GenerationCancelled, ProviderError, Usage
+from agents.providers.base import (
+    CallOptions,
+    ChatMessage,
+    GenerationCancelled,
+    ProviderError,
+    Usage,
+)
 from agents.runtime import SessionStopped, TurnStream, stop_requested
 from conversations.models import Message, PlanningSession
 
@@ -79,7 +85,9 @@ def text_turn(
     if done is not None:
         return done
     stream.open()
-    options = CallOptions(max_tokens=max_tokens, should_stop=_stop_check(session.pk) if stoppable else None)
+    options = CallOptions(
+        max_tokens=max_tokens, should_stop=_stop_check(session.pk) if stoppable else None
+    )
     try:
         text = stream.pump(provider.stream(messages, options))
     except GenerationCancelled:
@@ -121,7 +129,9 @@ def structured_turn(
     raw = ""
     try:
         for attempt in range(2):
-            options = CallOptions(max_tokens=max_tokens, should_stop=_stop_check(session.pk), usage=usage)
+            options = CallOptions(
+                max_tokens=max_tokens, should_stop=_stop_check(session.pk), usage=usage
+            )
             raw = ""
             for piece in provider.stream_structured(messages, schema, options):
                 raw += piece
@@ -133,11 +143,16 @@ def structured_turn(
                 break
             except ValidationError as exc:
                 if attempt == 1:
-                    raise ProviderError(f"the reply did not fit the expected form ({exc.error_count()} errors)") from exc
+                    raise ProviderError(
+                        f"the reply did not fit the expected form ({exc.error_count()} errors)"
+                    ) from exc
                 messages = [
                     *messages,
                     ChatMessage("assistant", raw),
-                    ChatMessage("user", f"That JSON was invalid: {exc.errors()[:3]}. Reply again with valid JSON only."),
+                    ChatMessage(
+                        "user",
+                        f"That JSON was invalid: {exc.errors()[:3]}. Reply again with valid JSON only.",
+                    ),
                 ]
     except GenerationCancelled:
         stream.interrupt("Stopped by you while writing.")
@@ -145,7 +160,9 @@ def structured_turn(
     except ProviderError as exc:
         stream.interrupt(f"Interrupted: {exc}")
         raise TurnFailed(str(exc)) from exc
-    message = stream.finish(content=render(obj.model_dump(), True), usage=usage, data=obj.model_dump())
+    message = stream.finish(
+        content=render(obj.model_dump(), True), usage=usage, data=obj.model_dump()
+    )
     return message, obj
 
 

@@ -13,7 +13,17 @@ class MessageInline(admin.TabularInline):
     model = Message
     extra = 0
     can_delete = False
-    fields = ("seq", "role", "agent", "node", "state", "signal", "short_content", "model", "completion_tokens")
+    fields = (
+        "seq",
+        "role",
+        "agent",
+        "node",
+        "state",
+        "signal",
+        "short_content",
+        "model",
+        "completion_tokens",
+    )
     readonly_fields = fields
     ordering = ("seq",)
 
@@ -28,7 +38,16 @@ class MessageInline(admin.TabularInline):
 class PlanningStateInline(admin.StackedInline):
     model = PlanningState
     can_delete = False
-    readonly_fields = ("current_node", "iteration", "validation_failures", "analysis", "proposal", "review", "validation", "feedback")
+    readonly_fields = (
+        "current_node",
+        "iteration",
+        "validation_failures",
+        "analysis",
+        "proposal",
+        "review",
+        "validation",
+        "feedback",
+    )
     fields = readonly_fields
 
 
@@ -37,16 +56,40 @@ class PlanningSessionAdmin(admin.ModelAdmin):
     list_display = ("title", "owner", "codebase", "mode", "status", "created_at")
     list_filter = ("mode", "status")
     search_fields = ("title", "task", "owner__username")
-    readonly_fields = ("owner", "codebase", "last_seq", "turn_index", "heartbeat_at", "created_at", "updated_at")
+    readonly_fields = (
+        "owner",
+        "codebase",
+        "last_seq",
+        "turn_index",
+        "heartbeat_at",
+        "created_at",
+        "updated_at",
+    )
     inlines = [PlanningStateInline, MessageInline]
 
 
 @admin.register(Plan)
 class PlanAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "session_owner", "version", "review_status", "reviewer", "created_at")
+    list_display = (
+        "__str__",
+        "session_owner",
+        "version",
+        "review_status",
+        "reviewer",
+        "created_at",
+    )
     list_filter = ("review_status",)
     search_fields = ("session__title", "markdown")
-    fields = ("session", "version", "rendered", "review_status", "review_notes", "reviewer", "reviewed_at", "structured")
+    fields = (
+        "session",
+        "version",
+        "rendered",
+        "review_status",
+        "review_notes",
+        "reviewer",
+        "reviewed_at",
+        "structured",
+    )
     readonly_fields = ("session", "version", "rendered", "reviewer", "reviewed_at", "structured")
 
     @admin.display(description="owner")
@@ -55,7 +98,10 @@ class PlanAdmin(admin.ModelAdmin):
 
     @admin.display(description="Plan")
     def rendered(self, obj: Plan) -> str:
-        return format_html('<div class="plan-rendered" style="max-width:900px">{}</div>', render_markdown(obj.markdown))
+        return format_html(
+            '<div class="plan-rendered" style="max-width:900px">{}</div>',
+            render_markdown(obj.markdown),
+        )
 
     def save_model(self, request: HttpRequest, obj: Plan, form: Any, change: bool) -> None:
         if change and {"review_status", "review_notes"} & set(form.changed_data):

@@ -37,14 +37,18 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "session_id"):
-            await self.channel_layer.group_discard(session_group(self.session_id), self.channel_name)
+            await self.channel_layer.group_discard(
+                session_group(self.session_id), self.channel_name
+            )
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None:
             await self._error("Frames must be JSON text.")
             return
         if len(text_data) > MAX_FRAME_BYTES:
-            await self._error(f"Frame too large ({len(text_data)} bytes; at most {MAX_FRAME_BYTES}).")
+            await self._error(
+                f"Frame too large ({len(text_data)} bytes; at most {MAX_FRAME_BYTES})."
+            )
             return
         try:
             frame = json.loads(text_data)
@@ -64,7 +68,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             "control": self._on_control,
         }.get(kind)
         if handler is None:
-            await self._error(f"Unknown frame type {kind!r}; expected resume, user.message or control.")
+            await self._error(
+                f"Unknown frame type {kind!r}; expected resume, user.message or control."
+            )
             return
         # Ownership is checked again on every action: the session could have changed hands.
         if not await self._can_view():
@@ -98,7 +104,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
     async def _on_control(self, frame: dict[str, Any]) -> None:
         action = frame.get("action")
         if action not in CONTROL_ACTIONS:
-            await self._error(f"Unknown control action {action!r}; expected one of {sorted(CONTROL_ACTIONS)}.")
+            await self._error(
+                f"Unknown control action {action!r}; expected one of {sorted(CONTROL_ACTIONS)}."
+            )
             return
         user = self.scope["user"]
         call = {

@@ -16,7 +16,9 @@ class PlanningSession(models.Model):
         STOPPED = "stopped", "Stopped"
         FAILED = "failed", "Failed"
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="planning_sessions")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="planning_sessions"
+    )
     """Who started the session; only they can read it or act in it."""
     codebase = models.ForeignKey(Codebase, on_delete=models.CASCADE, related_name="sessions")
     """The indexed codebase the agents plan against."""
@@ -175,7 +177,9 @@ class Plan(models.Model):
 
     class Meta:
         ordering = ["session", "-version"]
-        constraints = [models.UniqueConstraint(fields=["session", "version"], name="unique_plan_version")]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "version"], name="unique_plan_version")
+        ]
 
     def __str__(self) -> str:
         return f"Plan v{self.version} for {self.session}"

@@ -9,13 +9,23 @@ import nh3
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table").enable("strikethrough")
+_md = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False})
+    .enable("table")
+    .enable("strikethrough")
+)
 
 _ALLOWED_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre",
     "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "a", "span",
 }  # fmt: skip
-_ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}, "span": {"class"}, "th": {"align"}, "td": {"align"}}
+_ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "code": {"class"},
+    "span": {"class"},
+    "th": {"align"},
+    "td": {"align"},
+}
 _CITATION = re.compile(r"(?<![\w/.-])([\w./-]+\.[A-Za-z0-9]+):(\d+)(?:-(\d+))?")
 
 
@@ -29,9 +39,9 @@ def render_markdown(text: str, *, file_url_prefix: str | None = None) -> str:
     return mark_safe(  # noqa: S308
         nh3.clean(
             html,
-        tags=_ALLOWED_TAGS,
-        attributes=_ALLOWED_ATTRIBUTES,
-        url_schemes={"http", "https"},
+            tags=_ALLOWED_TAGS,
+            attributes=_ALLOWED_ATTRIBUTES,
+            url_schemes={"http", "https"},
             link_rel="noopener noreferrer",
         )
     )

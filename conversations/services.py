@@ -3,6 +3,7 @@ error the caller can show. Views and the websocket consumer are thin shells over
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -60,12 +61,16 @@ def start_session(
     if codebase.owner_id != user.pk:
         raise SessionError("You can only plan on your own codebases.")
     if not codebase.is_ready:
-        raise SessionError(f"The codebase “{codebase.name}” is not ready yet ({codebase.get_status_display()}).")
+        raise SessionError(
+            f"The codebase “{codebase.name}” is not ready yet ({codebase.get_status_display()})."
+        )
     task = task.strip()
     if not task:
         raise SessionError("Describe the task for the agents.")
     if len(task) > MAX_MESSAGE_CHARS:
-        raise SessionError(f"The task is too long ({len(task)} characters; at most {MAX_MESSAGE_CHARS}).")
+        raise SessionError(
+            f"The task is too long ({len(task)} characters; at most {MAX_MESSAGE_CHARS})."
+        )
     if mode not in PlanningSession.Mode.values:
         raise SessionError(f"Unknown mode {mode!r}.")
     profiles = {info.name: info for info in list_profiles()}
@@ -117,7 +122,9 @@ def add_message(session_id: int, *, publish_event: bool = True, **fields: Any) -
         message = Message.objects.create(session_id=session_id, seq=next_seq(session_id), **fields)
     if publish_event:
         payload = message_payload(message)
-        transaction.on_commit(lambda: publish(session_id, {"type": "message.end", "message": payload}))
+        transaction.on_commit(
+            lambda: publish(session_id, {"type": "message.end", "message": payload})
+        )
     return message
 
 
@@ -139,7 +146,9 @@ def message_payload(message: Message) -> dict[str, Any]:
         "latency_ms": message.latency_ms,
     }
     if message.state != Message.State.STREAMING:
-        payload["html"] = render_markdown(message.content, file_url_prefix=file_url_prefix(session.codebase_id))
+        payload["html"] = render_markdown(
+            message.content, file_url_prefix=file_url_prefix(session.codebase_id)
+        )
     return payload
 
 
@@ -199,7 +208,9 @@ def continue_session(user: Any, session_id: int) -> None:
     """Give the floor back to the agents (after a handover, or to retry after a failure)."""
     session = _session_to_act_in(user, session_id)
     if session.status != PlanningSession.Status.AWAITING_HUMAN or _at_checkpoint(session):
-        raise SessionError("The agents can only be asked to continue when they have handed over to you.")
+        raise SessionError(
+            "The agents can only be asked to continue when they have handed over to you."
+        )
     with transaction.atomic():
         _hand_back_to_agents(session_id, from_status=PlanningSession.Status.AWAITING_HUMAN)
 
@@ -208,26 +219,32 @@ def approve(user: Any, session_id: int) -> None:
     session = _session_to_act_in(user, session_id)
     _require_checkpoint(session)
     with transaction.atomic():
-        moved = PlanningState.objects.filter(session_id=session_id, current_node="checkpoint").update(
-            current_node="finalize_plan"
-        )
+        moved = PlanningState.objects.filter(
+            session_id=session_id, current_node="checkpoint"
+        ).update(current_node="finalize_plan")
         if not moved:
             raise SessionError("The plan is not waiting for approval any more.")
-        add_message(session_id, role=Message.Role.USER, content="✅ Approved the proposal. Write the final plan.")
+        add_message(
+            session_id,
+            role=Message.Role.USER,
+            content="Approved the proposal. Write the final plan.",
+        )
         _hand_back_to_agents(session_id, from_status=PlanningSession.Status.AWAITING_HUMAN)
 
 
-def request_changes(user: Any, session_id: int, text: str) -> Message:
+def request_changes(user: Any, session_id: int, text: Any) -> Message:
     session = _session_to_act_in(user, session_id)
     _require_checkpoint(session)
     text = _clean_text(text)
     with transaction.atomic():
-        moved = PlanningState.objects.filter(session_id=session_id, current_node="checkpoint").update(
-            current_node="propose_changes", feedback=text, validation_failures=0
-        )
+        moved = PlanningState.objects.filter(
+            session_id=session_id, current_node="checkpoint"
+        ).update(current_node="propose_changes", feedback=text, validation_failures=0)
         if not moved:
             raise SessionError("The plan is not waiting for your review any more.")
-        message = add_message(session_id, role=Message.Role.USER, content=f"Requested changes: {text}")
+        message = add_message(
+            session_id, role=Message.Role.USER, content=f"Requested changes: {text}"
+        )
         _hand_back_to_agents(session_id, from_status=PlanningSession.Status.AWAITING_HUMAN)
     return message
 
@@ -240,7 +257,7 @@ def stop(user: Any, session_id: int) -> None:
         raise SessionError("This session has already ended.")
     with transaction.atomic():
         PlanningSession.objects.filter(pk=session_id).update(stop_requested=True)
-        add_message(session_id, role=Message.Role.USER, content="⏹ Stopped the session.")
+        add_message(session_id, role=Message.Role.USER, content="Stopped the session.")
         if session.status != PlanningSession.Status.RUNNING:
             _hand_back_to_agents(session_id, from_status=session.status)
     publish_state(session_id)
@@ -249,7 +266,7 @@ def stop(user: Any, session_id: int) -> None:
 def resume_if_stalled(session_id: int, *, stale_after_seconds: int = 90) -> bool:
     """Re-dispatch a running session whose job stopped beating (the process died mid-turn).
     Turns are idempotent, so the worst case of a false alarm is one wasted check."""
-    cutoff = timezone.now() - timezone.timedelta(seconds=stale_after_seconds)
+    cutoff = timezone.now() - timedelta(seconds=stale_after_seconds)
     with transaction.atomic():
         claimed = (
             PlanningSession.objects.filter(pk=session_id, status=PlanningSession.Status.RUNNING)
@@ -298,5 +315,7 @@ def _clean_text(text: Any) -> str:
         raise SessionError("Type a message first.")
     text = text.strip()
     if len(text) > MAX_MESSAGE_CHARS:
-        raise SessionError(f"That message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS}).")
+        raise SessionError(
+            f"That message is too long ({len(text)} characters; at most {MAX_MESSAGE_CHARS})."
+        )
     return text

@@ -70,7 +70,9 @@ def _finish(session_id: int, status: str, *, summary: bool) -> None:
         PlanningState.objects.filter(session_id=session_id).exclude(current_node=COMPLETED).update(
             current_node="stopped"
         )
-    PlanningSession.objects.filter(pk=session_id).exclude(status=status).update(status=status, heartbeat_at=timezone.now())
+    PlanningSession.objects.filter(pk=session_id).exclude(status=status).update(
+        status=status, heartbeat_at=timezone.now()
+    )
     publish_state(session_id)
 
 
@@ -79,7 +81,7 @@ def _fail_turn(session_id: int, reason: str) -> None:
     add_message(
         session_id,
         role=Message.Role.SYSTEM,
-        content=f"⚠️ The agents paused: {reason}. Nothing was lost. Press Continue to retry, or Stop.",
+        content=f"**The agents paused:** {reason}. Nothing was lost. Press Continue to retry, or Stop.",
     )
     PlanningSession.objects.filter(pk=session_id, status=PlanningSession.Status.RUNNING).update(
         status=PlanningSession.Status.AWAITING_HUMAN, error=reason

@@ -8,7 +8,7 @@ from conversations import services
 from conversations.forms import NewSessionForm
 from conversations.models import Plan, PlanningSession
 from conversations.rendering import render_markdown
-from rag.models import Codebase
+from rag.services import codebases_for
 
 
 @login_required
@@ -17,7 +17,7 @@ def home(request: HttpRequest) -> HttpResponse:
         request,
         "conversations/home.html",
         {
-            "codebases": Codebase.objects.filter(owner=request.user)[:8],
+            "codebases": codebases_for(request.user)[:8],
             "sessions": services.sessions_for(request.user)[:10],
         },
     )
@@ -25,13 +25,17 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def session_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "conversations/list.html", {"sessions": services.sessions_for(request.user)})
+    return render(
+        request, "conversations/list.html", {"sessions": services.sessions_for(request.user)}
+    )
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def new_session(request: HttpRequest) -> HttpResponse:
-    form = NewSessionForm(request.POST or None, user=request.user, initial={"codebase": request.GET.get("codebase")})
+    form = NewSessionForm(
+        request.POST or None, user=request.user, initial={"codebase": request.GET.get("codebase")}
+    )
     if request.method == "POST" and form.is_valid():
         try:
             session = services.start_session(
@@ -74,8 +78,35 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             "session": session,
             "rows": rows,
             "plan": plan,
-            "plan_html": render_markdown(plan.markdown, file_url_prefix=prefix) if plan else "",
             "state": services.session_state_payload(session),
+        },
+    )
+
+
+def _plan_or_404(request: HttpRequest, session: PlanningSession) -> Plan:
+    plans = Plan.objects.filter(session=session)
+    version = request.GET.get("version", "")
+    plan = get_object_or_404(plans, version=int(version)) if version.isdigit() else plans.first()
+    if plan is None:
+        raise Http404("This session has no plan yet")
+    return plan
+
+
+@login_required
+def plan_page(request: HttpRequest, session_id: int) -> HttpResponse:
+    session = _session_or_404(request, session_id)
+    plan = _plan_or_404(request, session)
+    html = render_markdown(
+        plan.markdown, file_url_prefix=services.file_url_prefix(session.codebase_id)
+    )
+    return render(
+        request,
+        "conversations/plan.html",
+        {
+            "session": session,
+            "plan": plan,
+            "plan_html": html,
+            "versions": session.plans.order_by("version"),
         },
     )
 
@@ -83,11 +114,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
 @login_required
 def plan_download(request: HttpRequest, session_id: int) -> HttpResponse:
     session = _session_or_404(request, session_id)
-    plans = Plan.objects.filter(session=session)
-    version = request.GET.get("version")
-    plan = get_object_or_404(plans, version=int(version)) if version and version.isdigit() else plans.first()
-    if plan is None:
-        raise Http404("This session has no plan yet")
+    plan = _plan_or_404(request, session)
     response = HttpResponse(plan.markdown, content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="plan-{session.pk}-v{plan.version}.md"'
     return response
@@ -95,13 +122,10 @@ def plan_download(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @login_required
 def plan_fragment(request: HttpRequest, session_id: int) -> HttpResponse:
-    """The latest plan rendered, for the live page to swap in when plan.updated arrives."""
+    """The latest plan's card, for the live page to swap in when plan.updated arrives."""
     session = _session_or_404(request, session_id)
-    plan = session.plans.order_by("-version").first()
-    if plan is None:
-        raise Http404("This session has no plan yet")
-    html = render_markdown(plan.markdown, file_url_prefix=services.file_url_prefix(session.codebase_id))
-    return render(request, "conversations/_plan.html", {"session": session, "plan": plan, "plan_html": html})
+    plan = _plan_or_404(request, session)
+    return render(request, "conversations/_plan.html", {"session": session, "plan": plan})
 
 
 @login_required

@@ -91,7 +91,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
-WHITENOISE_USE_FINDERS = True  # serve straight from static/ too, so a dev run needs no collectstatic
+WHITENOISE_USE_FINDERS = (
+    True  # serve straight from static/ too, so a dev run needs no collectstatic
+)
 
 # Uploads: the whole pack must fit in this many bytes; larger requests are refused.
 PLANAGENTS_MAX_UPLOAD_BYTES = env_int("PLANAGENTS_MAX_UPLOAD_BYTES", 50 * 1024 * 1024, minimum=1024)

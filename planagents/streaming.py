@@ -26,6 +26,10 @@ def publish(session_id: int, event: dict[str, Any]) -> None:
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(session_group(session_id), {"type": "session.event", "event": event})
+        async_to_sync(layer.group_send)(
+            session_group(session_id), {"type": "session.event", "event": event}
+        )
     except Exception:
-        log.warning("could not publish %s to session %s", event.get("type"), session_id, exc_info=True)
+        log.warning(
+            "could not publish %s to session %s", event.get("type"), session_id, exc_info=True
+        )

@@ -9,7 +9,9 @@ class Codebase(models.Model):
         READY = "ready", "Ready"
         FAILED = "failed", "Failed"
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="codebases")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="codebases"
+    )
     """Who uploaded it; only they can see it or plan on it."""
     name = models.CharField(max_length=200)
     """A human name for the codebase, from the form or the upload's file name."""
@@ -73,7 +75,9 @@ class CodeFile(models.Model):
 
     class Meta:
         ordering = ["path"]
-        constraints = [models.UniqueConstraint(fields=["codebase", "path"], name="unique_file_path")]
+        constraints = [
+            models.UniqueConstraint(fields=["codebase", "path"], name="unique_file_path")
+        ]
 
     def __str__(self) -> str:
         return self.path
@@ -97,7 +101,9 @@ class Chunk(models.Model):
 
     class Meta:
         ordering = ["codebase", "ordinal"]
-        constraints = [models.UniqueConstraint(fields=["codebase", "ordinal"], name="unique_chunk_ordinal")]
+        constraints = [
+            models.UniqueConstraint(fields=["codebase", "ordinal"], name="unique_chunk_ordinal")
+        ]
 
     def __str__(self) -> str:
         return f"{self.file.path}:{self.start_line}-{self.end_line}"

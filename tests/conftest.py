@@ -23,6 +23,29 @@ def _isolated_data(settings, tmp_path_factory):
     settings.PLANAGENTS_DEFAULT_PROFILE = "fake"
 
 
+_vectors: dict[str, object] = {}
+
+
+@pytest.fixture(autouse=True)
+def remembered_embeddings(monkeypatch):
+    """Embed each distinct text once per test run: the encoder is deterministic and slow."""
+    import numpy as np
+
+    from rag import embeddings
+
+    real = embeddings.embed
+
+    def embed(texts, batch_size=embeddings.BATCH_SIZE):
+        missing = [t for t in dict.fromkeys(texts) if t not in _vectors]
+        if missing:
+            _vectors.update(zip(missing, real(missing, batch_size), strict=True))
+        if not texts:
+            return real([])
+        return np.vstack([_vectors[t] for t in texts])
+
+    monkeypatch.setattr(embeddings, "embed", embed)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_script():
     from agents.providers.fake import FakeProvider

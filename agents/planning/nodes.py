@@ -9,8 +9,16 @@ from typing import Any
 from django.conf import settings
 
 from agents.citations import extract_citations
-from agents.plan import annotate_files, codebase_paths, file_status, normalize_path, render_plan, render_proposal
-from agents.prompts import AGENT_A, AGENT_B, clip_transcript, code_context, language_rule
+from agents.plan import (
+    annotate_files,
+    codebase_paths,
+    file_status,
+    normalize_path,
+    render_plan,
+    render_proposal,
+    unique_files,
+)
+from agents.prompts import AGENT_A, AGENT_B, code_context, language_rule
 from agents.providers.base import ChatMessage
 from agents.runtime import TurnStream
 from agents.schemas import PlanDraft, Proposal
@@ -38,7 +46,11 @@ class NodeContext:
 
     def notes(self) -> str:
         notes = human_notes(self.session)
-        return ("\n\nNotes from the human:\n" + "\n".join(f"- {n}" for n in notes[-5:])) if notes else ""
+        return (
+            ("\n\nNotes from the human:\n" + "\n".join(f"- {n}" for n in notes[-5:]))
+            if notes
+            else ""
+        )
 
 
 @dataclass
@@ -74,7 +86,9 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
         parts.append(f"Reviewer's critique of the previous proposal:\n{ctx.state.review}")
     problems = ctx.state.validation.get("problems") if ctx.state.validation else None
     if problems and not ctx.state.validation.get("ok"):
-        parts.append("The previous proposal failed validation:\n" + "\n".join(f"- {p}" for p in problems))
+        parts.append(
+            "The previous proposal failed validation:\n" + "\n".join(f"- {p}" for p in problems)
+        )
     if ctx.state.feedback:
         parts.append(f"The human asked for these changes:\n{ctx.state.feedback}")
     parts.append(
@@ -123,13 +137,16 @@ def validate_proposal(ctx: NodeContext) -> NodeResult:
     failures = ctx.state.validation_failures + (0 if ok else 1)
     retry = not ok and failures <= settings.PLANAGENTS_MAX_VALIDATION_RETRIES
     if ok:
-        text = f"✅ Validation passed: all {len(proposal.get('files', []))} file(s) check out against the codebase."
+        text = f"**Validation passed:** all {len(proposal.get('files', []))} file(s) check out against the codebase."
     else:
         listed = "\n".join(f"- {p}" for p in problems)
         tail = "Sending it back to Agent A." if retry else "Retries used up; the human decides."
-        text = f"⚠️ Validation found {len(problems)} problem(s):\n{listed}\n\n{tail}"
+        text = f"**Validation found** {len(problems)} problem(s):\n{listed}\n\n{tail}"
     stream = TurnStream(
-        ctx.session.pk, turn_key=f"validate:{ctx.state.iteration}", role=Message.Role.SYSTEM, node="validate_proposal"
+        ctx.session.pk,
+        turn_key=f"validate:{ctx.state.iteration}",
+        role=Message.Role.SYSTEM,
+        node="validate_proposal",
     )
     if stream.existing() is None:
         stream.open()
@@ -141,11 +158,15 @@ def validate_proposal(ctx: NodeContext) -> NodeResult:
     )
 
 
-def proposal_problems(session: PlanningSession, proposal: dict[str, Any], paths: set[str]) -> list[str]:
+def proposal_problems(
+    session: PlanningSession, proposal: dict[str, Any], paths: set[str]
+) -> list[str]:
     problems: list[str] = []
-    files = [f for f in proposal.get("files") or [] if isinstance(f, dict) and str(f.get("path", "")).strip()]
+    files = unique_files(proposal.get("files") or [])
     if not files:
-        problems.append("The proposal names no files; every change must say which files it touches.")
+        problems.append(
+            "The proposal names no files; every change must say which files it touches."
+        )
     for entry in files:
         path = normalize_path(entry["path"])
         action = entry.get("action") or "modify"
@@ -160,7 +181,9 @@ def proposal_problems(session: PlanningSession, proposal: dict[str, Any], paths:
 
 
 def finalize_plan(ctx: NodeContext) -> NodeResult:
-    version = (ctx.session.plans.order_by("-version").values_list("version", flat=True).first() or 0) + 1
+    version = (
+        ctx.session.plans.order_by("-version").values_list("version", flat=True).first() or 0
+    ) + 1
     proposal_md = render_proposal(ctx.state.proposal, ctx.paths)
     prompt = "\n\n".join(
         [
@@ -180,7 +203,9 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
         node="finalize_plan",
         messages=[ctx.system(AGENT_A), ChatMessage("user", prompt)],
         schema=PlanDraft,
-        render=lambda data, complete: render_plan(data, ctx.paths, title=ctx.session.title, complete=complete),
+        render=lambda data, complete: render_plan(
+            data, ctx.paths, title=ctx.session.title, complete=complete
+        ),
         max_tokens=900,
     )
     _store_citations(ctx, message)
@@ -198,4 +223,6 @@ def _store_citations(ctx: NodeContext, message: Message) -> None:
     cited = [c.as_dict() for c in extract_citations(ctx.session.codebase, message.content)]
     seen = {(c["path"], c["start"], c["end"]) for c in cited}
     context = [c for c in hit_citations(ctx.hits) if (c["path"], c["start"], c["end"]) not in seen]
-    Message.objects.filter(pk=message.pk).update(citations=cited + [{**c, "context": True} for c in context])
+    Message.objects.filter(pk=message.pk).update(
+        citations=cited + [{**c, "context": True} for c in context]
+    )

@@ -58,5 +58,7 @@ def run_planning(session_id: int) -> str:
         )
         if not moved:
             # Someone else (a re-delivered job, the human) moved the workflow on: let them.
-            return PlanningState.objects.values_list("current_node", flat=True).get(session_id=session_id)
+            return PlanningState.objects.values_list("current_node", flat=True).get(
+                session_id=session_id
+            )
         PlanningSession.objects.filter(pk=session_id).update(error="")

@@ -65,7 +65,22 @@ class LLMProvider:
     def structured(self, messages: list[ChatMessage], schema: type[T], options: CallOptions) -> T:
         """Return one validated `schema` object (one repair retry on invalid output)."""
         text = "".join(self.stream_structured(messages, schema, options))
-        return parse_structured(text, schema)
+        try:
+            return parse_structured(text, schema)
+        except InvalidStructuredOutput as exc:
+            # Small models often get it right when shown their own mistake; a second failure
+            # is the caller's to handle. Usage keeps counting across both calls.
+            retry = [*messages, *repair_messages(text, exc)]
+            text = "".join(self.stream_structured(retry, schema, options))
+            return parse_structured(text, schema)
+
+
+class InvalidStructuredOutput(ProviderError):
+    """The model's JSON did not validate against the schema."""
+
+    def __init__(self, message: str, problems: str) -> None:
+        super().__init__(message)
+        self.problems = problems
 
 
 def parse_structured(text: str, schema: type[T]) -> T:
@@ -74,7 +89,26 @@ def parse_structured(text: str, schema: type[T]) -> T:
     try:
         return schema.model_validate_json(text)
     except ValidationError as exc:
-        raise ProviderError(f"The model's reply did not match {schema.__name__}: {exc.errors()[:2]}") from exc
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in exc.errors()[:5]
+        )
+        raise InvalidStructuredOutput(
+            f"The model's reply did not match {schema.__name__}: {problems}", problems
+        ) from exc
+
+
+def repair_messages(bad_text: str, error: InvalidStructuredOutput) -> list[ChatMessage]:
+    """The two turns that show a model its invalid JSON and ask for a corrected object."""
+    shown = bad_text if len(bad_text) <= 4000 else bad_text[:4000] + " ..."
+    return [
+        ChatMessage("assistant", shown),
+        ChatMessage(
+            "user",
+            f"That JSON is not valid: {error.problems}. "
+            "Reply again with only the corrected JSON object.",
+        ),
+    ]
 
 
 # llama.cpp contexts are not thread-safe: one model instance per process, one call at a time.

@@ -6,103 +6,224 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('rag', '0001_initial'),
+        ("rag", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PlanningSession',
+            name="PlanningSession",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(max_length=200)),
-                ('task', models.TextField()),
-                ('mode', models.CharField(choices=[('planning', 'Planning workflow'), ('debate', 'Debate')], default='planning', max_length=20)),
-                ('status', models.CharField(choices=[('running', 'Agents are working'), ('awaiting_human', 'Waiting for you'), ('completed', 'Completed'), ('stopped', 'Stopped'), ('failed', 'Failed')], default='running', max_length=20)),
-                ('agent_a_profile', models.CharField(max_length=50)),
-                ('agent_b_profile', models.CharField(max_length=50)),
-                ('language', models.CharField(default='en', max_length=8)),
-                ('task_analysis', models.JSONField(blank=True, default=dict)),
-                ('max_exchanges', models.PositiveSmallIntegerField(default=2)),
-                ('exchanges_since_human', models.PositiveSmallIntegerField(default=0)),
-                ('turn_index', models.PositiveIntegerField(default=0)),
-                ('last_seq', models.PositiveIntegerField(default=0)),
-                ('stop_requested', models.BooleanField(default=False)),
-                ('error', models.TextField(blank=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('codebase', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sessions', to='rag.codebase')),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='planning_sessions', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("title", models.CharField(max_length=200)),
+                ("task", models.TextField()),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[("planning", "Planning workflow"), ("debate", "Debate")],
+                        default="planning",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("running", "Agents are working"),
+                            ("awaiting_human", "Waiting for you"),
+                            ("completed", "Completed"),
+                            ("stopped", "Stopped"),
+                            ("failed", "Failed"),
+                        ],
+                        default="running",
+                        max_length=20,
+                    ),
+                ),
+                ("agent_a_profile", models.CharField(max_length=50)),
+                ("agent_b_profile", models.CharField(max_length=50)),
+                ("language", models.CharField(default="en", max_length=8)),
+                ("task_analysis", models.JSONField(blank=True, default=dict)),
+                ("max_exchanges", models.PositiveSmallIntegerField(default=2)),
+                ("exchanges_since_human", models.PositiveSmallIntegerField(default=0)),
+                ("turn_index", models.PositiveIntegerField(default=0)),
+                ("last_seq", models.PositiveIntegerField(default=0)),
+                ("stop_requested", models.BooleanField(default=False)),
+                ("error", models.TextField(blank=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "codebase",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="sessions",
+                        to="rag.codebase",
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="planning_sessions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='PlanningState',
+            name="PlanningState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('current_node', models.CharField(default='analyze_codebase', max_length=40)),
-                ('analysis', models.TextField(blank=True)),
-                ('proposal', models.JSONField(blank=True, default=dict)),
-                ('review', models.TextField(blank=True)),
-                ('validation', models.JSONField(blank=True, default=dict)),
-                ('feedback', models.TextField(blank=True)),
-                ('iteration', models.PositiveSmallIntegerField(default=0)),
-                ('validation_failures', models.PositiveSmallIntegerField(default=0)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='state', to='conversations.planningsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("current_node", models.CharField(default="analyze_codebase", max_length=40)),
+                ("analysis", models.TextField(blank=True)),
+                ("proposal", models.JSONField(blank=True, default=dict)),
+                ("review", models.TextField(blank=True)),
+                ("validation", models.JSONField(blank=True, default=dict)),
+                ("feedback", models.TextField(blank=True)),
+                ("iteration", models.PositiveSmallIntegerField(default=0)),
+                ("validation_failures", models.PositiveSmallIntegerField(default=0)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "session",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="state",
+                        to="conversations.planningsession",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Plan',
+            name="Plan",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('markdown', models.TextField()),
-                ('structured', models.JSONField(default=dict)),
-                ('review_status', models.CharField(choices=[('draft', 'Draft'), ('approved', 'Approved'), ('changes_requested', 'Changes requested'), ('rejected', 'Rejected')], default='draft', max_length=20)),
-                ('review_notes', models.TextField(blank=True)),
-                ('reviewed_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('reviewer', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='plans', to='conversations.planningsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                ("markdown", models.TextField()),
+                ("structured", models.JSONField(default=dict)),
+                (
+                    "review_status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "Draft"),
+                            ("approved", "Approved"),
+                            ("changes_requested", "Changes requested"),
+                            ("rejected", "Rejected"),
+                        ],
+                        default="draft",
+                        max_length=20,
+                    ),
+                ),
+                ("review_notes", models.TextField(blank=True)),
+                ("reviewed_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="plans",
+                        to="conversations.planningsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['session', '-version'],
-                'constraints': [models.UniqueConstraint(fields=('session', 'version'), name='unique_plan_version')],
+                "ordering": ["session", "-version"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("session", "version"), name="unique_plan_version"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Message',
+            name="Message",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField()),
-                ('role', models.CharField(choices=[('user', 'Human'), ('agent', 'Agent'), ('system', 'System')], max_length=10)),
-                ('agent', models.CharField(blank=True, max_length=1)),
-                ('node', models.CharField(blank=True, max_length=40)),
-                ('turn_key', models.CharField(blank=True, max_length=80, null=True)),
-                ('content', models.TextField(blank=True)),
-                ('state', models.CharField(choices=[('streaming', 'Streaming'), ('complete', 'Complete'), ('interrupted', 'Interrupted')], default='complete', max_length=12)),
-                ('signal', models.CharField(blank=True, max_length=10)),
-                ('data', models.JSONField(blank=True, default=dict)),
-                ('citations', models.JSONField(blank=True, default=list)),
-                ('profile', models.CharField(blank=True, max_length=50)),
-                ('model', models.CharField(blank=True, max_length=100)),
-                ('prompt_tokens', models.PositiveIntegerField(default=0)),
-                ('completion_tokens', models.PositiveIntegerField(default=0)),
-                ('latency_ms', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='conversations.planningsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("seq", models.PositiveIntegerField()),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("user", "Human"), ("agent", "Agent"), ("system", "System")],
+                        max_length=10,
+                    ),
+                ),
+                ("agent", models.CharField(blank=True, max_length=1)),
+                ("node", models.CharField(blank=True, max_length=40)),
+                ("turn_key", models.CharField(blank=True, max_length=80, null=True)),
+                ("content", models.TextField(blank=True)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("streaming", "Streaming"),
+                            ("complete", "Complete"),
+                            ("interrupted", "Interrupted"),
+                        ],
+                        default="complete",
+                        max_length=12,
+                    ),
+                ),
+                ("signal", models.CharField(blank=True, max_length=10)),
+                ("data", models.JSONField(blank=True, default=dict)),
+                ("citations", models.JSONField(blank=True, default=list)),
+                ("profile", models.CharField(blank=True, max_length=50)),
+                ("model", models.CharField(blank=True, max_length=100)),
+                ("prompt_tokens", models.PositiveIntegerField(default=0)),
+                ("completion_tokens", models.PositiveIntegerField(default=0)),
+                ("latency_ms", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="messages",
+                        to="conversations.planningsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['session', 'seq'],
-                'constraints': [models.UniqueConstraint(fields=('session', 'seq'), name='unique_message_seq'), models.UniqueConstraint(fields=('session', 'turn_key'), name='unique_message_turn')],
+                "ordering": ["session", "seq"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("session", "seq"), name="unique_message_seq"),
+                    models.UniqueConstraint(
+                        fields=("session", "turn_key"), name="unique_message_turn"
+                    ),
+                ],
             },
         ),
     ]

@@ -93,7 +93,9 @@ async def test_stop_while_an_agent_is_writing_keeps_the_partial_text(start, user
     assert first.state == Message.State.INTERRUPTED
     assert first.content.startswith("word0 word1")
     assert "word499" not in first.content
-    status = await database_sync_to_async(lambda: PlanningSession.objects.get(pk=session.pk).status)()
+    status = await database_sync_to_async(
+        lambda: PlanningSession.objects.get(pk=session.pk).status
+    )()
     assert status == "stopped"
     await client.close()
 

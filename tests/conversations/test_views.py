@@ -24,7 +24,9 @@ def test_pages_require_login(client):
         assert response.status_code == 302 and "/accounts/login/" in response["Location"]
 
 
-def test_it_offers_only_the_users_ready_codebases_and_available_profiles(client, user, codebase, other_user):
+def test_it_offers_only_the_users_ready_codebases_and_available_profiles(
+    client, user, codebase, other_user
+):
     make_codebase(other_user, name="not yours")
     client.force_login(user)
     page = client.get(reverse("conversations:new")).content.decode()
@@ -89,7 +91,9 @@ def test_the_plan_downloads_as_markdown(client, user, codebase):
 
 def test_staff_review_a_plan_in_the_admin(client, user, codebase, django_user_model):
     session = make_session(user, codebase)
-    plan = Plan.objects.create(session=session, version=1, markdown="# Plan\n\n<b onclick=x>bold</b> **strong**")
+    plan = Plan.objects.create(
+        session=session, version=1, markdown="# Plan\n\n<b onclick=x>bold</b> **strong**"
+    )
     Message.objects.create(session=session, seq=1, role="user", content="Add rate limiting")
     staff = django_user_model.objects.create_superuser("reviewer", password="pw-long-enough-1")
     client.force_login(staff)
@@ -98,10 +102,14 @@ def test_staff_review_a_plan_in_the_admin(client, user, codebase, django_user_mo
     page = client.get(change_url).content.decode()
     assert "<strong>strong</strong>" in page and "<b onclick" not in page
 
-    response = client.post(change_url, {"review_status": "approved", "review_notes": "Looks right."})
+    response = client.post(
+        change_url, {"review_status": "approved", "review_notes": "Looks right."}
+    )
     assert response.status_code == 302
     plan.refresh_from_db()
     assert plan.review_status == "approved" and plan.reviewer == staff and plan.reviewed_at
 
-    session_page = client.get(reverse("admin:conversations_planningsession_change", args=[session.pk]))
+    session_page = client.get(
+        reverse("admin:conversations_planningsession_change", args=[session.pk])
+    )
     assert "Add rate limiting" in session_page.content.decode()

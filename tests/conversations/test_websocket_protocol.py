@@ -65,9 +65,13 @@ async def test_ownership_is_checked_again_on_every_action(start, user, other_use
     client = Client(user, session.pk)
     await client.connect()
     await client.until(lambda e: e["type"] == "session.state")
-    await database_sync_to_async(PlanningSession.objects.filter(pk=session.pk).update)(owner=other_user)
+    await database_sync_to_async(PlanningSession.objects.filter(pk=session.pk).update)(
+        owner=other_user
+    )
     await client.send({"type": "user.message", "text": "still mine?"})
     error = await client.until(lambda e: e["type"] == "error")
     assert "does not exist" in error["message"]
-    count = await database_sync_to_async(lambda: session.messages.filter(content="still mine?").count())()
+    count = await database_sync_to_async(
+        lambda: session.messages.filter(content="still mine?").count()
+    )()
     assert count == 0

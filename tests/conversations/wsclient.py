@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +16,9 @@ Event = dict[str, Any]
 
 class Client:
     def __init__(self, user: Any, session_id: int) -> None:
-        self.comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/sessions/{session_id}/")
+        self.comm = WebsocketCommunicator(
+            URLRouter(websocket_urlpatterns), f"/ws/sessions/{session_id}/"
+        )
         self.comm.scope["user"] = user
         self.events: list[Event] = []
         self.texts: dict[int, str] = {}  # seq -> text as a browser would have assembled it
@@ -43,18 +44,22 @@ class Client:
                 raise AssertionError(f"timed out; last events: {kinds}")
             try:
                 event = await self.comm.receive_json_from(timeout=remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             self._apply(event)
             self.events.append(event)
             if predicate(event):
                 return event
 
-    async def until_state(self, status: str, *, node: str | None = None, timeout: float = 60) -> Event:
+    async def until_state(
+        self, status: str, *, node: str | None = None, timeout: float = 60
+    ) -> Event:
         return await self.until(
-            lambda e: e["type"] == "session.state"
-            and e["status"] == status
-            and (node is None or e["node"] == node),
+            lambda e: (
+                e["type"] == "session.state"
+                and e["status"] == status
+                and (node is None or e["node"] == node)
+            ),
             timeout,
         )
 

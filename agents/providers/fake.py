@@ -1,0 +1,284 @@
+"""A scripted provider for tests and demos.
+
+Replies are queued per profile on the class, so a test can script the provider that the app
+builds by name later:
+
+    FakeProvider.script("fake", "first reply", PlanModel(...), ProviderError("outage"))
+
+With nothing queued it writes a deterministic default that cites the first retrieved chunk of
+the prompt ("### app/api.py:10-42"), streamed word by word like a real model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from .base import CallOptions, ChatMessage, GenerationCancelled, LLMProvider, T
+
+Reply = str | BaseModel | dict[str, Any] | list[Any] | BaseException
+
+# "app/api.py:10-42", as retrieved chunks are labelled in prompts.
+LABEL_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]+):(\d+)-(\d+)")
+DEFAULT_PATH = "README.md"
+_MAX_DEPTH = 8
+
+
+def _default_delay() -> float:
+    raw = os.environ.get("PLANAGENTS_FAKE_LLM_DELAY", "0.01")
+    try:
+        return max(0.0, float(raw))
+    except ValueError as exc:
+        raise ValueError(
+            f"PLANAGENTS_FAKE_LLM_DELAY must be a number of seconds, not {raw!r}"
+        ) from exc
+
+
+class FakeProvider(LLMProvider):
+    model_name = "scripted"
+    _queues: ClassVar[dict[str, deque[Reply]]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, profile: str = "fake", delay: float | None = None) -> None:
+        self.profile = profile
+        # Seconds per streamed piece; 0 in unit tests, the default makes demos look alive.
+        self.delay = _default_delay() if delay is None else delay
+
+    # -- scripting ---------------------------------------------------------------------------
+
+    @classmethod
+    def script(cls, profile: str, *replies: Reply) -> None:
+        """Queue replies for `profile`: str → text, model/dict → structured, exception → raised."""
+        with cls._lock:
+            cls._queues.setdefault(profile, deque()).extend(replies)
+
+    @classmethod
+    def reset(cls) -> None:
+        with cls._lock:
+            cls._queues.clear()
+
+    @classmethod
+    def pending(cls, profile: str) -> int:
+        with cls._lock:
+            return len(cls._queues.get(profile, ()))
+
+    def enqueue_text(self, text: str) -> None:
+        self.script(self.profile, text)
+
+    def enqueue_structured(self, obj: BaseModel | dict[str, Any]) -> None:
+        self.script(self.profile, obj)
+
+    def enqueue_error(self, error: BaseException) -> None:
+        self.script(self.profile, error)
+
+    def _next(self) -> Reply | None:
+        with self._lock:
+            queue = self._queues.get(self.profile)
+            return queue.popleft() if queue else None
+
+    # -- the provider interface --------------------------------------------------------------
+
+    def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
+        reply = self._next()
+        prompt = _prompt_text(messages)
+        if reply is None:
+            text = default_text(prompt)
+        elif isinstance(reply, BaseException):
+            raise reply
+        else:
+            text = reply if isinstance(reply, str) else _as_json(reply)
+        yield from self._play(text, prompt, options)
+
+    def stream_structured(
+        self, messages: list[ChatMessage], schema: type[T], options: CallOptions
+    ) -> Iterator[str]:
+        reply = self._next()
+        prompt = _prompt_text(messages)
+        if reply is None:
+            text = default_structured(schema, prompt).model_dump_json()
+        elif isinstance(reply, BaseException):
+            raise reply
+        else:
+            # A scripted str is streamed as is, so a test can feed invalid JSON on purpose.
+            text = reply if isinstance(reply, str) else _as_json(reply)
+        yield from self._play(text, prompt, options)
+
+    def _play(self, text: str, prompt: str, options: CallOptions) -> Iterator[str]:
+        options.usage.prompt_tokens += len(prompt.split())
+        for piece in re.findall(r"\s*\S+", text) or [text]:
+            if options.should_stop is not None and options.should_stop():
+                raise GenerationCancelled("Stopped by the user.")
+            if self.delay:
+                time.sleep(self.delay)
+            options.usage.completion_tokens += 1
+            yield piece
+
+
+def _prompt_text(messages: list[ChatMessage]) -> str:
+    return "\n".join(m.content for m in messages)
+
+
+def _as_json(reply: BaseModel | dict[str, Any] | list[Any]) -> str:
+    if isinstance(reply, BaseModel):
+        return reply.model_dump_json()
+    return json.dumps(reply)
+
+
+def cited_labels(prompt: str) -> list[tuple[str, int, int]]:
+    """Distinct (path, start, end) labels in `prompt`, in order of appearance."""
+    seen: dict[tuple[str, int, int], None] = {}
+    for match in LABEL_RE.finditer(prompt):
+        seen.setdefault((match[1], int(match[2]), int(match[3])), None)
+    return list(seen)
+
+
+def default_text(prompt: str) -> str:
+    labels = cited_labels(prompt)
+    if not labels:
+        return (
+            "I could not find any retrieved code in the context, so I cannot point at a file "
+            "yet. Please index the codebase or name the files this task touches."
+        )
+    path, start, end = labels[0]
+    return (
+        f"The relevant code is in {path}:{start}-{end}. I would keep the change there: make "
+        "the smallest edit that solves the task, add a test next to it, and check every "
+        "caller before merging."
+    )
+
+
+def default_structured(schema: type[T], prompt: str) -> T:
+    """A valid `schema` instance: the schema's own `fake_default(prompt)` if it has one,
+    else one built by walking its JSON schema."""
+    custom = getattr(schema, "fake_default", None)
+    if callable(custom):
+        value = custom(prompt)
+        return value if isinstance(value, schema) else schema.model_validate(value)
+    json_schema = schema.model_json_schema()
+    walker = _Walker(json_schema, cited_labels(prompt))
+    return schema.model_validate(walker.value(json_schema, name=""))
+
+
+class _Walker:
+    """Builds a value for a JSON schema node; field names steer the few cases that matter."""
+
+    def __init__(self, root: dict[str, Any], labels: list[tuple[str, int, int]]) -> None:
+        self.root = root
+        self.labels = labels or [(DEFAULT_PATH, 1, 1)]
+        self.label_index = 0  # which label the current list item is about
+        self.depth = 0  # a recursive model (a tree of steps) must end somewhere
+
+    @property
+    def label(self) -> tuple[str, int, int]:
+        return self.labels[self.label_index % len(self.labels)]
+
+    def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            ref = node["$ref"]
+            target: Any = self.root
+            for part in ref.removeprefix("#/").split("/"):
+                target = target[part]
+            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return node
+
+    def value(self, node: dict[str, Any], name: str) -> Any:
+        self.depth += 1
+        try:
+            return self._value(self.resolve(node), name)
+        finally:
+            self.depth -= 1
+
+    def _value(self, node: dict[str, Any], name: str) -> Any:
+        key = name.lower()
+        if "const" in node:
+            return node["const"]
+        if "enum" in node:
+            values = node["enum"]
+            return "CONTINUE" if key == "signal" and "CONTINUE" in values else values[0]
+        for combiner in ("anyOf", "oneOf"):
+            if combiner in node:
+                options = [o for o in node[combiner] if self.resolve(o).get("type") != "null"]
+                if not options or (self.depth > _MAX_DEPTH and len(options) < len(node[combiner])):
+                    return None
+                return self.value(options[0], name)
+        if "allOf" in node:
+            merged: dict[str, Any] = {}
+            for part in node["allOf"]:
+                merged.update(self.resolve(part))
+            return self.value(merged, name)
+        kind = node.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), None)
+        if kind == "object" or "properties" in node:
+            return {prop: self.value(sub, prop) for prop, sub in node.get("properties", {}).items()}
+        if kind == "array":
+            return self.array(node, key)
+        if kind == "string":
+            return self.string(node, key)
+        if kind == "integer":
+            return int(self.number(node, key))
+        if kind == "number":
+            return float(self.number(node, key))
+        if kind == "boolean":
+            return True
+        if kind == "null":
+            return None
+        return node.get("default")
+
+    def array(self, node: dict[str, Any], key: str) -> list[Any]:
+        count = (
+            node.get("minItems", 0) if self.depth > _MAX_DEPTH else max(1, node.get("minItems", 0))
+        )
+        if key in ("files", "paths"):
+            count = max(count, min(len(self.labels), 5))
+        if "maxItems" in node:
+            count = min(count, node["maxItems"])
+        items = node.get("items", {})
+        result = []
+        outer = self.label_index
+        for i in range(count):
+            self.label_index = outer + i
+            result.append(self.value(items, key))
+        self.label_index = outer
+        return result
+
+    def string(self, node: dict[str, Any], key: str) -> str:
+        path, start, end = self.label
+        fmt = node.get("format")
+        if key == "signal":
+            text = "CONTINUE"
+        elif key in ("path", "file", "file_path", "files", "paths"):
+            text = path
+        elif fmt == "date-time":
+            text = "2025-01-01T00:00:00Z"
+        elif fmt == "date":
+            text = "2025-01-01"
+        elif fmt == "uuid":
+            text = "00000000-0000-4000-8000-000000000000"
+        else:
+            subject = key.replace("_", " ").strip().capitalize() or "This"
+            text = f"{subject} follows from the code in {path}:{start}-{end}."
+        if "maxLength" in node:
+            text = text[: node["maxLength"]]
+        return text.ljust(node.get("minLength", 0), ".")
+
+    def number(self, node: dict[str, Any], key: str) -> float:
+        _path, start, end = self.label
+        value: float = {"start_line": start, "line": start, "end_line": end}.get(key, 1)
+        if "exclusiveMinimum" in node:
+            value = max(value, node["exclusiveMinimum"] + 1)
+        if "minimum" in node:
+            value = max(value, node["minimum"])
+        if "exclusiveMaximum" in node:
+            value = min(value, node["exclusiveMaximum"] - 1)
+        if "maximum" in node:
+            value = min(value, node["maximum"])
+        return value

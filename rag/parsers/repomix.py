@@ -1,0 +1,243 @@
+"""Parse Repomix packs (https://repomix.com) in every output style Repomix writes.
+
+The default XML style is not well-formed XML: file contents are pasted in unescaped, so a file
+may itself contain `</file>` or `<file path="…">`. We therefore never hand it to an XML parser;
+we split it on `<file path="…">` lines that start a real block (the first one, or one that
+follows a block ending in `</file>`), and when the pack lists its directory structure we only
+accept paths that the listing names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from xml.etree import ElementTree
+
+STYLES = (
+    "repomix-xml",
+    "repomix-xml-parsable",
+    "repomix-json",
+    "repomix-markdown",
+    "repomix-plain",
+)
+
+
+class PackError(Exception):
+    """The upload is not a Repomix pack we can read; the message says what we expected and found."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    path: str
+    content: str
+
+
+_MAGIC = [
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF", "a PDF document"),
+    (b"PK\x03\x04", "a zip archive (zip uploads are not supported yet)"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"\x7fELF", "an executable"),
+]
+
+_XML_MARK = re.compile(r'^(?:<files>|<file path=")', re.M)
+_PARSABLE_MARK = re.compile(r"^<repomix>", re.M)
+_MD_MARK = re.compile(r"^## File: ", re.M)
+_PLAIN_MARK = re.compile(r"^={16}\nFile: ", re.M)
+_JSON_MARK = re.compile(r"^\{")
+
+_XML_FILE = re.compile(r'^<file path="([^"\n]*)">\n?', re.M)
+_MD_FILE = re.compile(r"^## File: (.+)\n(`{3,})[^\n`]*\n", re.M)
+_PLAIN_FILE = re.compile(r"^={16}\nFile: (.+)\n={16}\n", re.M)
+
+
+def decode(data: bytes) -> str:
+    """Decode an upload as UTF-8, naming what it looks like when it is not text."""
+    if not data or not data.strip():
+        raise PackError("Expected a Repomix pack but found an empty file.")
+    for magic, what in _MAGIC:
+        if data.startswith(magic):
+            raise PackError(f"Expected a Repomix pack (a text file) but found {what}.")
+    if b"\x00" in data[:8192]:
+        raise PackError("Expected a Repomix pack (a text file) but found binary data.")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PackError(
+            "Expected a Repomix pack encoded as UTF-8 but found bytes that are not valid UTF-8 "
+            f"(at byte {exc.start})."
+        ) from None
+
+
+def detect_style(text: str) -> str | None:
+    """Which Repomix style `text` is in, judged by which file marker comes first."""
+    if _JSON_MARK.match(text.lstrip()):
+        return "repomix-json"
+    found = []
+    for style, mark in (
+        ("repomix-xml-parsable", _PARSABLE_MARK),
+        ("repomix-xml", _XML_MARK),
+        ("repomix-markdown", _MD_MARK),
+        ("repomix-plain", _PLAIN_MARK),
+    ):
+        match = mark.search(text)
+        if match:
+            found.append((match.start(), style))
+    return min(found)[1] if found else None
+
+
+def sniff(data: bytes) -> str:
+    """Return the pack's style, or raise PackError saying what the bytes look like instead."""
+    text = decode(data)
+    style = detect_style(text)
+    if style is None:
+        raise PackError(
+            "Expected a Repomix pack (XML, JSON, Markdown or plain style) but found "
+            f"text with no Repomix file markers, starting {_preview(text)}."
+        )
+    return style
+
+
+def parse_repomix(data: bytes | str) -> list[ParsedFile]:
+    """Parse a Repomix pack in any style into its files, in pack order, one per path."""
+    text = decode(data) if isinstance(data, bytes) else data
+    style = detect_style(text) if text.strip() else None
+    if style is None:
+        if not text.strip():
+            raise PackError("Expected a Repomix pack but found an empty file.")
+        raise PackError(
+            "Expected a Repomix pack (XML, JSON, Markdown or plain style) but found "
+            f"text with no Repomix file markers, starting {_preview(text)}."
+        )
+    pairs = _PARSERS[style](text)
+    files: dict[str, str] = {}
+    for raw_path, content in pairs:
+        path = normalize_path(raw_path)
+        if path:
+            files.pop(path, None)  # a later duplicate wins, and keeps its own position
+            files[path] = content
+    if not files:
+        raise PackError(f"Expected at least one file in the {style} pack but found none.")
+    return [ParsedFile(path, content) for path, content in files.items()]
+
+
+def normalize_path(path: str) -> str:
+    """Forward slashes, no leading "./" or "/", no empty segments."""
+    path = path.strip().replace("\\", "/")
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    return "/".join(parts)
+
+
+def _preview(text: str) -> str:
+    head = " ".join(text.strip().split())[:60]
+    return repr(head + ("…" if len(text.strip()) > 60 else ""))
+
+
+def _parse_xml(text: str) -> list[tuple[str, str]]:
+    start = _section_start(text)
+    end = text.rfind("\n</files>")
+    body = text[start : end + 1 if end > start else len(text)]
+    listed = _listed_paths(text)
+    blocks: list[tuple[str, int, int]] = []  # (path, content start, header start)
+    for match in _XML_FILE.finditer(body):
+        if listed and normalize_path(match.group(1)) not in listed:
+            continue
+        before = body[max(0, match.start() - 1024) : match.start()]
+        if blocks and not before.rstrip().endswith("</file>"):
+            continue  # a `<file path=` line inside some file's content
+        blocks.append((match.group(1), match.end(), match.start()))
+    pairs = []
+    for i, (path, begin, _) in enumerate(blocks):
+        stop = blocks[i + 1][2] if i + 1 < len(blocks) else len(body)
+        chunk = body[begin:stop].rstrip()
+        chunk = chunk.removesuffix("</file>")
+        pairs.append((path, chunk.removesuffix("\n")))
+    return pairs
+
+
+def _section_start(text: str) -> int:
+    structure_end = text.find("</directory_structure>")
+    match = re.compile(r"^<files>$", re.M).search(text, max(structure_end, 0))
+    return match.end() if match else 0
+
+
+def _listed_paths(text: str) -> set[str]:
+    """Paths named in the <directory_structure> listing (two spaces of indent per level)."""
+    match = re.search(r"<directory_structure>\n(.*?)\n</directory_structure>", text, re.S)
+    if not match:
+        return set()
+    paths: set[str] = set()
+    stack: list[str] = []
+    for line in match.group(1).split("\n"):
+        if not line.strip():
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        name = line.strip()
+        del stack[depth:]
+        if name.endswith("/"):
+            stack.append(name.rstrip("/"))
+        else:
+            paths.add("/".join([*stack, name]))
+    return paths
+
+
+def _parse_parsable_xml(text: str) -> list[tuple[str, str]]:
+    if "<!DOCTYPE" in text or "<!ENTITY" in text:
+        raise PackError("Expected a Repomix XML pack but found one that declares XML entities.")
+    try:
+        root = ElementTree.fromstring(text[text.find("<repomix>") :].strip())
+    except ElementTree.ParseError as exc:
+        raise PackError(f"Expected well-formed Repomix XML but found an error: {exc}.") from None
+    return [(el.get("path", ""), el.text or "") for el in root.iter("file")]
+
+
+def _parse_json(text: str) -> list[tuple[str, str]]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PackError(f"Expected a Repomix JSON pack but found invalid JSON: {exc}.") from None
+    files = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(files, dict):
+        raise PackError(
+            'Expected a Repomix JSON pack with a "files" object mapping paths to contents '
+            f"but found {'no such key' if isinstance(doc, dict) else type(doc).__name__}."
+        )
+    return [(str(path), content) for path, content in files.items() if isinstance(content, str)]
+
+
+def _parse_markdown(text: str) -> list[tuple[str, str]]:
+    pairs = []
+    pos = 0
+    while match := _MD_FILE.search(text, pos):
+        fence = match.group(2)
+        close = re.compile(rf"^{fence}[ \t]*$", re.M).search(text, match.end())
+        stop = close.start() if close else len(text)
+        pairs.append((match.group(1).strip(), text[match.end() : stop].removesuffix("\n")))
+        pos = close.end() if close else len(text)
+    return pairs
+
+
+def _parse_plain(text: str) -> list[tuple[str, str]]:
+    matches = list(_PLAIN_FILE.finditer(text))
+    end = re.search(r"^={64}\nEnd of Codebase\n={64}", text, re.M)
+    pairs = []
+    for i, match in enumerate(matches):
+        stop = matches[i + 1].start() if i + 1 < len(matches) else (end.start() if end else None)
+        pairs.append((match.group(1).strip(), text[match.end() : stop].rstrip("\n")))
+    return pairs
+
+
+_PARSERS = {
+    "repomix-xml": _parse_xml,
+    "repomix-xml-parsable": _parse_parsable_xml,
+    "repomix-json": _parse_json,
+    "repomix-markdown": _parse_markdown,
+    "repomix-plain": _parse_plain,
+}

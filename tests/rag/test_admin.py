@@ -1,0 +1,14 @@
+import pytest
+from django.contrib.auth import get_user_model
+
+pytestmark = pytest.mark.django_db
+
+
+def test_staff_can_see_codebases_and_their_files(client, indexed):
+    admin = get_user_model().objects.create_superuser("root", password="root-pass-123")
+    client.force_login(admin)
+    listing = client.get("/admin/rag/codebase/")
+    assert listing.status_code == 200 and b"sample" in listing.content
+    page = client.get(f"/admin/rag/codebase/{indexed.pk}/change/")
+    assert page.status_code == 200
+    assert b"todo/api.py" in page.content

@@ -1,0 +1,49 @@
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from rag.models import Codebase
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_jobs(monkeypatch):
+    monkeypatch.setattr("rag.services.dispatch", lambda job, *ids: None)
+
+
+def test_it_shows_the_form(alice_client):
+    response = alice_client.get("/codebases/upload/")
+    assert response.status_code == 200
+    assert b'type="file"' in response.content and b"multiple" in response.content
+
+
+def test_it_redirects_to_the_new_codebase(alice_client, alice, pack_bytes):
+    pack = SimpleUploadedFile("sample.xml", pack_bytes())
+    response = alice_client.post("/codebases/upload/", {"name": "Todo", "pack": pack})
+    codebase = Codebase.objects.get(owner=alice)
+    assert response.status_code == 302
+    assert response["Location"] == f"/codebases/{codebase.pk}/"
+
+
+def test_it_accepts_several_files_at_once(alice_client, alice, pack_bytes):
+    packs = [
+        SimpleUploadedFile("a.xml", pack_bytes()),
+        SimpleUploadedFile("b.json", pack_bytes("sample.json")),
+    ]
+    response = alice_client.post("/codebases/upload/", {"name": "", "pack": packs})
+    assert response.status_code == 302
+    assert Codebase.objects.get(owner=alice).name == "a"
+
+
+def test_it_rerenders_the_form_with_the_error(alice_client):
+    png = SimpleUploadedFile("logo.png", b"\x89PNG\r\n\x1a\n...")
+    response = alice_client.post("/codebases/upload/", {"name": "x", "pack": png})
+    assert response.status_code == 400
+    assert b"found a PNG image" in response.content
+    assert not Codebase.objects.exists()
+
+
+def test_it_asks_for_a_file_when_none_was_sent(alice_client):
+    response = alice_client.post("/codebases/upload/", {"name": "x"})
+    assert response.status_code == 400
+    assert b"This field is required" in response.content
