@@ -72,7 +72,7 @@ def _decide_signal(session: PlanningSession, profile: str, letter: str, message:
         f"Your last reply:\n{message.content[-1500:]}\n\n"
         "Decide what happens next. CONTINUE if the other agent should answer, HANDOVER if the "
         "human must decide something now, STOP if the plan is settled and nothing is left to "
-        "discuss. Reply as JSON."
+        "discuss. Reply as JSON with the signal and a one-sentence reason."
     )
     options = CallOptions(max_tokens=60, temperature=0.0)
     try:

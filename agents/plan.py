@@ -5,9 +5,12 @@ same function serves the live stream and the final document."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rag.models import Codebase, CodeFile
+
+_LINE_SUFFIX = re.compile(r":\d+(?:-\d+)?$")
 
 
 def codebase_paths(codebase: Codebase) -> set[str]:
@@ -15,7 +18,9 @@ def codebase_paths(codebase: Codebase) -> set[str]:
 
 
 def normalize_path(path: str) -> str:
+    """A path as the codebase spells it: no quotes, ./ or leading /, and no :line suffix."""
     path = (path or "").strip().strip("`'\"").replace("\\", "/")
+    path = _LINE_SUFFIX.sub("", path)
     while path.startswith("./"):
         path = path[2:]
     return path.lstrip("/")
@@ -61,8 +66,8 @@ def _files_table(files: list[Any], paths: set[str], *, complete: bool) -> list[s
     # the model is still writing its reason: the live stream can append instead of redraw.
     rows = ["| File | Change | Status | Why", "|---|---|---|---"]
     for entry in unique_files(files):
-        if not complete and "action" not in entry:
-            continue  # the path may still be growing
+        if not complete and "reason" not in entry:
+            continue  # the path or action may still be growing
         path = normalize_path(entry["path"])
         action = _text(entry.get("action")) or "modify"
         status = _STATUS_LABEL[file_status(path, action, paths)]
@@ -80,16 +85,20 @@ def _steps(steps: list[Any], *, complete: bool) -> list[str]:
         detail = _text(step.get("detail"))
         lines.append(f"{number}. **{title}**" + (f" — {detail}" if detail else ""))
         last = number == len(steps)
-        files = [
-            normalize_path(f) for f in _items(step, "files") if isinstance(f, str) and f.strip()
-        ]
+        files = [normalize_path(f) for f in _items(step, "files") if _looks_like_path(f)]
         if files and (complete or not last):
             lines.append("   Files: " + ", ".join(f"`{f}`" for f in files))
     return lines
 
 
+def _looks_like_path(value: Any) -> bool:
+    # Small models sometimes write the word "path" where a path belongs.
+    return isinstance(value, str) and ("/" in value or "." in value) and " " not in value.strip()
+
+
 def _bullets(data: dict[str, Any], key: str, heading: str) -> list[str]:
-    items = [f"- {_text(i)}" for i in _items(data, key) if _text(i)]
+    # dict.fromkeys: drop the exact repeats small models produce, keep the order.
+    items = [f"- {item}" for item in dict.fromkeys(_text(i) for i in _items(data, key)) if item]
     return [f"## {heading}", "", *items, ""] if items else []
 
 
@@ -132,7 +141,8 @@ def render_plan(
             f"**{_text(effort['size'])}**" + (f" — {estimate}" if estimate else ""),
             "",
         ]
-    return "\n".join(out).strip() + "\n"
+    text = "\n".join(out).strip()
+    return text + "\n" if complete else text  # no trailing newline while growing
 
 
 def annotate_files(data: dict[str, Any], paths: set[str]) -> dict[str, Any]:

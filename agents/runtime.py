@@ -88,6 +88,7 @@ class TurnStream:
         self.content = ""
         self._sent = 0
         self._started = self._last_flush = self._last_save = time.monotonic()
+        beat(self.session_id)
         publish(self.session_id, {"type": "message.start", "message": message_payload(message)})
         return message
 

@@ -3,7 +3,7 @@ model's output: a grammar for llama.cpp, response_format for remote providers)."
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -15,41 +15,59 @@ class TurnSignal(BaseModel):
         description="CONTINUE: the other agent should answer. HANDOVER: the human should decide "
         "now. STOP: the discussion is finished."
     )
-    reason: str = Field(description="One short sentence explaining the choice.", max_length=300)
+    reason: str = Field(description="One short sentence explaining the choice.", max_length=200)
 
 
 class FileChange(BaseModel):
-    path: str = Field(description="Repository path, exactly as shown in the code context.")
+    path: str = Field(
+        description="Repository path, exactly as shown in the code context.", max_length=200
+    )
     action: Literal["modify", "create", "delete"] = Field(description="What happens to the file.")
-    reason: str = Field(description="Why this file changes.")
+    reason: str = Field(description="Why this file changes.", max_length=200)
 
 
 class ProposalStep(BaseModel):
-    title: str = Field(description="The step in a few words.")
-    detail: str = Field(description="What to do, citing code as path:line.")
-    files: list[str] = Field(default_factory=list, description="Paths this step touches.")
+    title: str = Field(description="The step in a few words.", max_length=100)
+    detail: str = Field(description="What to do, citing code as path:line.", max_length=400)
+    files: list[str] = Field(
+        default_factory=list, description="Paths this step touches.", max_length=5
+    )
 
 
 class Proposal(BaseModel):
     """Agent A's proposed change, checked by validate_proposal."""
 
-    summary: str = Field(description="Two or three sentences: what changes and why.")
-    steps: list[ProposalStep] = Field(description="Ordered implementation steps.")
-    files: list[FileChange] = Field(description="Every file the change touches.")
+    summary: str = Field(
+        description="Two or three sentences: what changes and why.", max_length=800
+    )
+    steps: list[ProposalStep] = Field(description="Ordered implementation steps.", max_length=6)
+    files: list[FileChange] = Field(description="Every file the change touches.", max_length=8)
 
 
 class Effort(BaseModel):
     size: Literal["S", "M", "L", "XL"] = Field(description="T-shirt size of the whole change.")
-    estimate: str = Field(description="Rough time for one developer, e.g. '2-3 days'.")
+    estimate: str = Field(
+        description="Rough time for one developer, e.g. '2-3 days'.", max_length=60
+    )
 
 
 class PlanDraft(BaseModel):
     """The final implementation plan written by finalize_plan."""
 
-    summary: str = Field(description="What the change does and why, in a short paragraph.")
-    decisions: list[str] = Field(description="Design decisions taken, each with its reason.")
-    steps: list[ProposalStep] = Field(description="Ordered steps, each citing code as path:line.")
-    files: list[FileChange] = Field(description="Every file touched.")
-    testing: list[str] = Field(description="How to test the change.")
-    risks: list[str] = Field(description="What could go wrong and how to mitigate it.")
+    summary: str = Field(
+        description="What the change does and why, in a short paragraph.", max_length=1000
+    )
+    decisions: list[Annotated[str, Field(max_length=300)]] = Field(
+        description="Design decisions taken, each with its reason.", max_length=5
+    )
+    steps: list[ProposalStep] = Field(
+        description="Ordered steps, each citing code as path:line.", max_length=8
+    )
+    files: list[FileChange] = Field(description="Every file touched.", max_length=10)
+    testing: list[Annotated[str, Field(max_length=300)]] = Field(
+        description="How to test the change.", max_length=5
+    )
+    risks: list[Annotated[str, Field(max_length=300)]] = Field(
+        description="What could go wrong and how to mitigate it.", max_length=5
+    )
     effort: Effort

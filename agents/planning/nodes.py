@@ -61,9 +61,10 @@ class NodeResult:
 
 def analyze_codebase(ctx: NodeContext) -> NodeResult:
     prompt = (
-        f"Task: {ctx.session.task}{ctx.notes()}\n\n{code_context(ctx.hits)}\n\n"
-        "Analyze the code above for this task: which files and functions matter and how they "
-        "work today, citing `path:line`. Do not propose the change yet. At most 180 words."
+        "Analyze the code below for the task: which files and functions matter and how they "
+        "work today, citing `path:line`. Describe the code as it is; do not propose the change "
+        "yet. At most 180 words.\n\n"
+        f"Task: {ctx.session.task}{ctx.notes()}\n\n{code_context(ctx.hits)}\n\nYour analysis:"
     )
     message = text_turn(
         ctx.session,
@@ -92,9 +93,11 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
     if ctx.state.feedback:
         parts.append(f"The human asked for these changes:\n{ctx.state.feedback}")
     parts.append(
-        "Propose the change as JSON: a summary, ordered steps (cite `path:line`), and every file "
-        "touched with action modify/create/delete. Use only paths from the code context for "
-        "existing files."
+        "Propose the change as JSON. summary: two or three sentences on what changes and why. "
+        "steps: the ordered implementation steps, each with a short title, a detail that cites "
+        "`path:line`, and the files it touches. files: every file touched, each with its path "
+        "(for existing files, exactly as labelled in the code context), action (modify, create "
+        "or delete) and reason."
     )
     message, proposal = structured_turn(
         ctx.session,
@@ -113,10 +116,11 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
 def review_and_refine(ctx: NodeContext) -> NodeResult:
     proposal_md = render_proposal(ctx.state.proposal, ctx.paths)
     prompt = (
+        "Review Agent A's proposal (between the <proposal> tags) against the code: what is wrong "
+        "or missing, which files or tests it forgets, what you would change. Cite `path:line`. "
+        "Write only your review, at most 180 words.\n\n"
         f"Task: {ctx.session.task}{ctx.notes()}\n\n{code_context(ctx.hits)}\n\n"
-        f"Agent A's proposal:\n{proposal_md}\n\n"
-        "Critique it against the code: what is wrong or missing, which files or tests it forgets, "
-        "what you would change. Cite `path:line`. At most 180 words."
+        f"<proposal>\n{proposal_md}\n</proposal>\n\nYour review:"
     )
     message = text_turn(
         ctx.session,
@@ -191,9 +195,13 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
             code_context(ctx.hits, budget=2500),
             f"Approved proposal:\n{proposal_md}",
             f"Reviewer's critique:\n{ctx.state.review}" if ctx.state.review else "",
-            "Write the final implementation plan as JSON: summary, decisions (with reasons), "
-            "steps citing `path:line`, files (modify/create/delete, only real paths for existing "
-            "files), testing, risks, and effort (S/M/L/XL with an estimate).",
+            "Write the final implementation plan as JSON. summary: a short paragraph on what the "
+            "change does and why. decisions: the design choices, each with its reason. steps: "
+            "ordered, each with a title, a detail citing `path:line`, and its files. files: every "
+            "file touched with its path (existing files exactly as labelled in the code context), "
+            "action (modify, create or delete) and reason. testing: how to test it. risks: what "
+            "could go wrong and how to guard against it. effort: size S, M, L or XL and an "
+            "estimate such as '2-3 days'.",
         ]
     )
     message, draft = structured_turn(
