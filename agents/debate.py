@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from django.db.models import F
 
-from agents.prompts import AGENT_A, AGENT_B, clip_transcript, code_context, language_rule
+from agents.prompts import AGENT_A, AGENT_B, code_context, language_rule
 from agents.providers import get_provider
 from agents.providers.base import CallOptions, ChatMessage, ProviderError
 from agents.schemas import TurnSignal
-from agents.transcript import retrieve_for, transcript_lines
+from agents.transcript import human_notes, retrieve_for
 from agents.turns import TurnFailed, agent_for, require_running, text_turn
 from conversations.models import Message, PlanningSession
 
@@ -50,17 +50,43 @@ def run_debate(session_id: int) -> str:
 
 
 def _prompt(session: PlanningSession, letter: str, context: str) -> list[ChatMessage]:
-    role = AGENT_A if letter == "A" else AGENT_B
-    ask = (
-        "Propose (or refine) a concrete plan for the task, answering the critique and the human if they spoke."
-        if letter == "A"
-        else "Critique Agent A's latest proposal against the code. Do not just agree."
+    """Each agent sees the task, the code, the other agent's latest reply and what the human
+    said; not the whole transcript, which small models copy instead of answering."""
+    other = (
+        session.messages.filter(role=Message.Role.AGENT, state=Message.State.COMPLETE)
+        .exclude(agent=letter)
+        .order_by("-seq")
+        .first()
     )
-    history = clip_transcript(transcript_lines(session))
-    user = f"Task: {session.task}\n\n{context}\n\nDiscussion so far:\n{history or '(none yet)'}\n\n{ask} At most 180 words."
+    notes = human_notes(session)
+    if letter == "A":
+        ask = (
+            "Propose a concrete plan for the task: which functions in which files change and how, "
+            "citing `path:line`. If the reviewer objected (between the <critique> tags), fix each "
+            "objection; do not repeat the critique or the code."
+        )
+        role = AGENT_A
+    else:
+        ask = (
+            "Critique Agent A's proposal (between the <proposal> tags) against the code: list the "
+            "concrete problems (wrong or missing files, wrong assumptions, edge cases, tests, "
+            "security) and what must change, citing `path:line`. Do not restate the proposal and "
+            "do not simply agree."
+        )
+        role = AGENT_B
+    # The instruction goes last, right before the cue: small models follow what they read last.
+    parts = [f"Task: {session.task}"]
+    if notes:
+        parts.append("The human said:\n" + "\n".join(f"- {n}" for n in notes[-5:]))
+    parts.append(context)
+    if other is not None:
+        tag = "critique" if letter == "A" else "proposal"
+        parts.append(f"<{tag}>\n{other.content[-2000:]}\n</{tag}>")
+    cue = "Your proposal:" if letter == "A" else "Your critique:"
+    parts.append(f"{ask} {language_rule(session.language)} At most 180 words.\n\n{cue}")
     return [
         ChatMessage("system", f"{role} {language_rule(session.language)}"),
-        ChatMessage("user", user),
+        ChatMessage("user", "\n\n".join(parts)),
     ]
 
 

@@ -64,7 +64,8 @@ def analyze_codebase(ctx: NodeContext) -> NodeResult:
         "Analyze the code below for the task: which files and functions matter and how they "
         "work today, citing `path:line`. Describe the code as it is; do not propose the change "
         "yet. At most 180 words.\n\n"
-        f"Task: {ctx.session.task}{ctx.notes()}\n\n{code_context(ctx.hits)}\n\nYour analysis:"
+        f"Task: {ctx.session.task}{ctx.notes()}\n\n{code_context(ctx.hits)}\n\n"
+        f"{language_rule(ctx.session.language)}\n\nYour analysis:"
     )
     message = text_turn(
         ctx.session,
@@ -97,7 +98,7 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
         "steps: the ordered implementation steps, each with a short title, a detail that cites "
         "`path:line`, and the files it touches. files: every file touched, each with its path "
         "(for existing files, exactly as labelled in the code context), action (modify, create "
-        "or delete) and reason."
+        "or delete) and reason. " + language_rule(ctx.session.language)
     )
     message, proposal = structured_turn(
         ctx.session,
@@ -120,7 +121,7 @@ def review_and_refine(ctx: NodeContext) -> NodeResult:
         "or missing, which files or tests it forgets, what you would change. Cite `path:line`. "
         "Write only your review, at most 180 words.\n\n"
         f"Task: {ctx.session.task}{ctx.notes()}\n\n{code_context(ctx.hits)}\n\n"
-        f"<proposal>\n{proposal_md}\n</proposal>\n\nYour review:"
+        f"<proposal>\n{proposal_md}\n</proposal>\n\n{language_rule(ctx.session.language)}\n\nYour review:"
     )
     message = text_turn(
         ctx.session,
@@ -201,7 +202,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
             "file touched with its path (existing files exactly as labelled in the code context), "
             "action (modify, create or delete) and reason. testing: how to test it. risks: what "
             "could go wrong and how to guard against it. effort: size S, M, L or XL and an "
-            "estimate such as '2-3 days'.",
+            "estimate such as '2-3 days'. " + language_rule(ctx.session.language),
         ]
     )
     message, draft = structured_turn(
