@@ -4,13 +4,21 @@ the exchange limit is reached, or an agent decides the discussion is finished.""
 from __future__ import annotations
 
 from django.db.models import F
+from django.db.models.functions import Coalesce
 
 from agents.prompts import AGENT_A, AGENT_B, code_context, language_rule
-from agents.providers import get_provider
+from agents.providers import estimate_cost, get_provider
 from agents.providers.base import CallOptions, ChatMessage, ProviderError
 from agents.schemas import TurnSignal
 from agents.transcript import human_notes, retrieve_for
-from agents.turns import TurnFailed, agent_for, require_running, text_turn
+from agents.turns import (
+    BudgetSpent,
+    TurnFailed,
+    agent_for,
+    require_running,
+    structured_call,
+    text_turn,
+)
 from conversations.models import Message, PlanningSession
 
 HANDOVER = "handover"
@@ -92,6 +100,8 @@ def _prompt(session: PlanningSession, letter: str, context: str) -> list[ChatMes
 
 def _decide_signal(session: PlanningSession, profile: str, letter: str, message: Message) -> str:
     """Ask the agent, in a structured reply, what should happen next; store it on the message."""
+    # The message's own profile: after a fallback, the model that wrote the reply decides.
+    profile = message.profile or profile
     provider = get_provider(profile)
     prompt = (
         f"You are Agent {letter} in a planning discussion about: {session.task}\n\n"
@@ -102,13 +112,20 @@ def _decide_signal(session: PlanningSession, profile: str, letter: str, message:
     )
     options = CallOptions(max_tokens=60, temperature=0.0)
     try:
-        decision = provider.structured([ChatMessage("user", prompt)], TurnSignal, options)
+        decision = structured_call(
+            session, provider, [ChatMessage("user", prompt)], TurnSignal, options
+        )
+    except BudgetSpent:
+        raise
     except ProviderError as exc:
-        raise TurnFailed(f"Agent {letter} could not decide its next step: {exc}") from exc
+        raise TurnFailed(f"Agent {letter} could not decide its next step: {exc}") from None
+    usage = options.usage
+    cost = estimate_cost(profile, usage.prompt_tokens, usage.completion_tokens)
     Message.objects.filter(pk=message.pk).update(
         signal=decision.signal,
-        prompt_tokens=F("prompt_tokens") + options.usage.prompt_tokens,
-        completion_tokens=F("completion_tokens") + options.usage.completion_tokens,
+        prompt_tokens=F("prompt_tokens") + usage.prompt_tokens,
+        completion_tokens=F("completion_tokens") + usage.completion_tokens,
+        cost_usd=Coalesce(F("cost_usd"), 0.0) + cost if cost is not None else F("cost_usd"),
     )
     message.signal = decision.signal
     from conversations.services import message_payload

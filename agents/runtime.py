@@ -142,6 +142,14 @@ class TurnStream:
         publish(self.session_id, {"type": "message.end", "message": message_payload(message)})
         return message
 
+    def retire(self) -> None:
+        """Free this turn's key: a re-run of the turn then writes a new message and this one
+        (interrupted, with its partial text) stays as it is."""
+        assert self.message is not None
+        retired = f"{self.turn_key}~{self.message.seq}"
+        Message.objects.filter(pk=self.message.pk).update(turn_key=retired)
+        self.message.turn_key = retired
+
     def pump(self, pieces: Iterator[str]) -> str:
         for piece in pieces:
             self.feed(piece)

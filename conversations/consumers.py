@@ -17,7 +17,7 @@ from planagents.streaming import session_group
 log = logging.getLogger(__name__)
 
 MAX_FRAME_BYTES = 64 * 1024
-CONTROL_ACTIONS = {"approve", "modify", "stop", "continue"}
+CONTROL_ACTIONS = {"approve", "modify", "stop", "continue", "cancel"}
 
 
 class SessionConsumer(AsyncJsonWebsocketConsumer):
@@ -114,6 +114,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             "modify": lambda: services.request_changes(user, self.session_id, frame.get("text")),
             "stop": lambda: services.stop(user, self.session_id),
             "continue": lambda: services.continue_session(user, self.session_id),
+            "cancel": lambda: services.cancel_reply(user, self.session_id),
         }[action]
         await database_sync_to_async(call)()
 

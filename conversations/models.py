@@ -48,6 +48,18 @@ class PlanningSession(models.Model):
     """Highest message seq handed out; the next message gets last_seq + 1."""
     stop_requested = models.BooleanField(default=False)
     """The human pressed Stop while agents were running; the job ends at the next check."""
+    cancel_requested = models.BooleanField(default=False)
+    """The human pressed Stop reply: the reply being written ends, the session goes on."""
+    fallback_profile = models.CharField(max_length=50, blank=True)
+    """Profile that finishes a turn whose model failed mid-reply; empty: PLANAGENTS_FALLBACK_PROFILE."""
+    call_budget = models.PositiveIntegerField(default=0)
+    """How many LLM calls the agents may make before handing over to the human (0: no limit)."""
+    token_budget = models.PositiveIntegerField(default=0)
+    """How many LLM tokens (read + written) the agents may use before handing over (0: no limit)."""
+    calls_used = models.PositiveIntegerField(default=0)
+    """LLM calls made so far, retries included."""
+    tokens_used = models.PositiveIntegerField(default=0)
+    """LLM tokens (read + written) used so far."""
     error = models.TextField(blank=True)
     """Why the session failed, if it did."""
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -107,6 +119,8 @@ class Message(models.Model):
     """Tokens the model wrote for this message."""
     latency_ms = models.PositiveIntegerField(default=0)
     """Wall time from request to last token."""
+    cost_usd = models.FloatField(null=True, blank=True)
+    """Estimated cost in US dollars from the profile's declared prices; empty when it has none."""
     created_at = models.DateTimeField(auto_now_add=True)
     """When the message was started."""
 

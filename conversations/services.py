@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from agents.budget import budget_defaults, budget_spent
 from agents.language import detect_language
 from agents.providers import list_profiles
 from conversations.models import Message, PlanningSession, PlanningState
@@ -57,6 +58,7 @@ def start_session(
     agent_a_profile: str,
     agent_b_profile: str,
     max_exchanges: int | None = None,
+    fallback_profile: str = "",
 ) -> PlanningSession:
     if codebase.owner_id != user.pk:
         raise SessionError("You can only plan on your own codebases.")
@@ -74,13 +76,16 @@ def start_session(
     if mode not in PlanningSession.Mode.values:
         raise SessionError(f"Unknown mode {mode!r}.")
     profiles = {info.name: info for info in list_profiles()}
-    for profile in (agent_a_profile, agent_b_profile):
+    for profile in (agent_a_profile, agent_b_profile, fallback_profile):
+        if profile == fallback_profile == "":
+            continue  # no fallback chosen: PLANAGENTS_FALLBACK_PROFILE decides
         info = profiles.get(profile)
         if info is None:
             raise SessionError(f"Unknown model profile {profile!r}.")
         if not info.available:
             raise SessionError(f"The profile “{info.label}” is not available: {info.reason}")
 
+    call_budget, token_budget = budget_defaults()
     with transaction.atomic():
         session = PlanningSession.objects.create(
             owner=user,
@@ -92,6 +97,9 @@ def start_session(
             agent_b_profile=agent_b_profile,
             language=detect_language(task),
             max_exchanges=max_exchanges or settings.PLANAGENTS_DEBATE_EXCHANGES,
+            fallback_profile=fallback_profile,
+            call_budget=call_budget,
+            token_budget=token_budget,
             status=PlanningSession.Status.RUNNING,
             heartbeat_at=timezone.now(),
         )
@@ -144,6 +152,7 @@ def message_payload(message: Message) -> dict[str, Any]:
         "prompt_tokens": message.prompt_tokens,
         "completion_tokens": message.completion_tokens,
         "latency_ms": message.latency_ms,
+        "cost_usd": message.cost_usd,
     }
     if message.state != Message.State.STREAMING:
         payload["html"] = render_markdown(
@@ -163,7 +172,7 @@ def session_state_payload(session: PlanningSession) -> dict[str, Any]:
     if session.status == PlanningSession.Status.AWAITING_HUMAN:
         options = ["approve", "modify", "stop"] if node == "checkpoint" else ["continue", "stop"]
     elif session.status == PlanningSession.Status.RUNNING:
-        options = ["stop"]
+        options = ["cancel", "stop"]
     plan = session.plans.order_by("-version").first()
     return {
         "type": "session.state",
@@ -176,6 +185,12 @@ def session_state_payload(session: PlanningSession) -> dict[str, Any]:
         "error": session.error,
         "validation": state.validation if state else {},
         "plan_version": plan.version if plan else None,
+        "usage": {
+            "calls": session.calls_used,
+            "call_budget": session.call_budget,
+            "tokens": session.tokens_used,
+            "token_budget": session.token_budget,
+        },
     }
 
 
@@ -213,6 +228,19 @@ def continue_session(user: Any, session_id: int) -> None:
         )
     with transaction.atomic():
         _hand_back_to_agents(session_id, from_status=PlanningSession.Status.AWAITING_HUMAN)
+
+
+def cancel_reply(user: Any, session_id: int) -> None:
+    """Stop the reply being written, keep its text (marked interrupted) and give the human the
+    floor; unlike stop, the session goes on. The job sees the flag at its next check."""
+    session = _session_to_act_in(user, session_id)
+    if session.status != PlanningSession.Status.RUNNING:
+        raise SessionError("No agent is writing right now.")
+    moved = PlanningSession.objects.filter(
+        pk=session_id, status=PlanningSession.Status.RUNNING
+    ).update(cancel_requested=True)
+    if not moved:
+        raise SessionError("The agents already stopped; reload to see where the session is.")
 
 
 def approve(user: Any, session_id: int) -> None:
@@ -279,8 +307,21 @@ def resume_if_stalled(session_id: int, *, stale_after_seconds: int = 90) -> bool
 
 
 def _hand_back_to_agents(session_id: int, *, from_status: str) -> None:
+    session = PlanningSession.objects.get(pk=session_id)
+    if budget_spent(session):
+        # Giving the agents the floor again is the human choosing to spend more: another
+        # budget of the same size.
+        calls, tokens = budget_defaults()
+        PlanningSession.objects.filter(pk=session_id).update(
+            call_budget=F("calls_used") + calls if session.call_budget else 0,
+            token_budget=F("tokens_used") + tokens if session.token_budget else 0,
+        )
     moved = PlanningSession.objects.filter(pk=session_id, status=from_status).update(
-        status=PlanningSession.Status.RUNNING, exchanges_since_human=0, heartbeat_at=timezone.now()
+        status=PlanningSession.Status.RUNNING,
+        exchanges_since_human=0,
+        heartbeat_at=timezone.now(),
+        cancel_requested=False,
+        error="",
     )
     if not moved:
         raise SessionError("Someone else changed this session just now; reload to see where it is.")

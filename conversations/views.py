@@ -46,6 +46,7 @@ def new_session(request: HttpRequest) -> HttpResponse:
                 agent_a_profile=form.cleaned_data["agent_a_profile"],
                 agent_b_profile=form.cleaned_data["agent_b_profile"],
                 max_exchanges=form.cleaned_data["max_exchanges"],
+                fallback_profile=form.cleaned_data.get("fallback_profile") or "",
             )
         except services.SessionError as exc:
             form.add_error(None, str(exc))

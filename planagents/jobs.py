@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import SyncToAsync, sync_to_async
+from django.conf import settings
 from django.db import close_old_connections, connections, transaction
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,25 @@ _running: set[asyncio.Future[Any]] = set()
 
 def dispatch(job: Job, *args: int | str) -> None:
     """Run `job(*args)` in the background once the current transaction has committed."""
+    if distributed():
+        from planagents.celery import run_job_task
+
+        # delay_on_commit: a worker must never pick up an id whose row is not committed yet.
+        run_job_task.delay_on_commit(job_path(job), *args)
+        return
     transaction.on_commit(lambda: _start(job, args))
+
+
+def distributed() -> bool:
+    """True when jobs run on Celery workers (a broker is configured), not in this process."""
+    return bool(settings.CELERY_BROKER_URL)
+
+
+def job_path(job: Job) -> str:
+    path = f"{job.__module__}.{job.__qualname__}"
+    if "<" in path:
+        raise ValueError(f"a job must be a module-level function, not {path}")
+    return path
 
 
 def _start(job: Job, args: tuple[int | str, ...]) -> None:

@@ -1,8 +1,18 @@
 """Settings for PlanAgents. Every knob comes from the environment (see the README's table)."""
 
+import os
 from pathlib import Path
 
-from planagents.env import env_bool, env_int, env_list, env_path, env_str
+from planagents.env import (
+    env_bool,
+    env_database,
+    env_int,
+    env_list,
+    env_path,
+    env_redis_url,
+    env_str,
+    redis_channel_layers,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("PLANAGENTS_DATA_DIR", BASE_DIR / "var")
@@ -15,6 +25,7 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "daphne",
+    "planagents",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -57,6 +68,8 @@ TEMPLATES = [
     },
 ]
 
+# DATABASE_URL (postgres://…) selects PostgreSQL; without it, the embedded SQLite file.
+_postgres = env_database("DATABASE_URL")
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
@@ -68,12 +81,46 @@ DATABASES = {
             "transaction_mode": "IMMEDIATE",
             "timeout": 30,
         },
-        "TEST": {"NAME": str(DATA_DIR / "test.sqlite3")},
+        # One file per test run: several runs in one tree (CI and a person) must not share it.
+        "TEST": {"NAME": str(DATA_DIR / f"test-{os.getpid()}.sqlite3")},
     }
 }
+if _postgres is not None:
+    DATABASES["default"] = _postgres
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# REDIS_URL selects the Redis channel layer and Celery with Redis as its broker; without it,
+# the in-memory layer and in-process jobs (one process serves everything).
+REDIS_URL = env_redis_url("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = redis_channel_layers(
+        REDIS_URL, capacity=env_int("PLANAGENTS_CHANNEL_CAPACITY", 1000, minimum=10)
+    )
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# Celery (only used when REDIS_URL is set; see docs/decisions.md for why each value).
+CELERY_BROKER_URL = REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = env_int("PLANAGENTS_JOB_TIME_LIMIT", 1800, minimum=10)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - min(60, CELERY_TASK_TIME_LIMIT // 10)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_IGNORE_RESULT = True
+# A broker outage (Redis restarted) must not cancel a session that is streaming fine: it keeps
+# running, and its publishes resume when Redis is back.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_TASK_DEFAULT_QUEUE = "planagents"
+# A job holds a lease on what it works on; it renews it every third of this. A worker that
+# dies stops renewing, and after this many seconds another worker may take the work over.
+PLANAGENTS_JOB_LEASE_SECONDS = env_int("PLANAGENTS_JOB_LEASE_SECONDS", 60, minimum=3)
+# Stamp every streamed event with the time it was published (bench/scaleout measures latency).
+PLANAGENTS_EVENT_TIMESTAMPS = env_bool("PLANAGENTS_EVENT_TIMESTAMPS", False)
+# How often each Celery worker looks for sessions whose job died (0 turns the sweep off).
+PLANAGENTS_SWEEP_SECONDS = env_int("PLANAGENTS_SWEEP_SECONDS", 15, minimum=0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 BATCH_SIZE = 32
+MAX_TOKENS = 128
+"""Word pieces the encoder reads per text. all-MiniLM-L6-v2 was trained on 128-piece inputs;
+its 256-piece default costs three times as much on CPU (attention grows with the square) for
+text the model saw little of in training. Chunks put their path and symbol first, so the
+first 128 pieces (~450 characters of code) carry what identifies them."""
 
 _lock = threading.Lock()
 _model: SentenceTransformer | None = None
@@ -55,9 +60,15 @@ def get_model() -> SentenceTransformer:
             # Belt and braces: the weights are local, and nothing may reach for the hub.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            import torch
             from sentence_transformers import SentenceTransformer
 
+            # One thread by default: on a small shared CPU, two OpenMP threads spin against
+            # each other and the web server; one is as fast for batches and 2–4× faster for a
+            # single query (measured in bench/retrieval/latency.py).
+            torch.set_num_threads(int(getattr(settings, "PLANAGENTS_EMBED_THREADS", 1)))
             _model = SentenceTransformer(str(_model_path()), device="cpu")
+            _model.max_seq_length = MAX_TOKENS
         return _model
 
 

@@ -4,6 +4,10 @@ Layout under PLANAGENTS_INDEX_DIR/<codebase_id>/:
   dense.faiss     IndexFlatIP over unit vectors; row n is the Chunk with ordinal n
   lexical.json    points at the current bm25s folder (swapped atomically, like dense.faiss)
   lexical-<hex>/  the bm25s index itself
+  files.json      points at files-<hex>/, a bm25s index with one document per file
+  map.json        the CodeMap: paths, roles, chunk → file, symbols, dense row → chunk
+  vectors.npz     text key → vector of every embedded chunk, so a re-index of a changed
+                  upload only embeds the chunks whose text changed
 
 Files are written under a temporary name and moved into place with os.replace, so a reader
 sees the old index or the new one, never half of one. Loaded indexes are cached per process
@@ -28,6 +32,9 @@ from django.conf import settings
 
 DENSE_FILE = "dense.faiss"
 LEXICAL_POINTER = "lexical.json"
+FILES_POINTER = "files.json"
+MAP_FILE = "map.json"
+VECTORS_FILE = "vectors.npz"
 
 _lock = threading.Lock()
 _cache: dict[tuple[int, str], tuple[int, Any]] = {}
@@ -37,12 +44,45 @@ def index_dir(codebase_id: int) -> Path:
     return Path(settings.PLANAGENTS_INDEX_DIR) / str(codebase_id)
 
 
-def write_dense(codebase_id: int, vectors: np.ndarray) -> None:
-    folder = index_dir(codebase_id)
-    folder.mkdir(parents=True, exist_ok=True)
+def build_dense(vectors: np.ndarray) -> faiss.Index:
     index = faiss.IndexFlatIP(vectors.shape[1])
     if len(vectors):
         index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    return index
+
+
+def build_lexical(documents: list[list[str]]) -> bm25s.BM25:
+    retriever = bm25s.BM25()
+    retriever.index(documents, show_progress=False)
+    return retriever
+
+
+def top_dense(index: Any, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """(row, cosine similarity) pairs, best first."""
+    if index is None or index.ntotal == 0 or k <= 0:
+        return []
+    scores, ids = index.search(query.reshape(1, -1).astype(np.float32), min(k, index.ntotal))
+    return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
+
+
+def top_lexical(retriever: Any, tokens: list[str], k: int) -> list[tuple[int, float]]:
+    """(document, BM25 score) pairs with a positive score, best first."""
+    if retriever is None:
+        return []
+    known = [t for t in tokens if t in retriever.vocab_dict]
+    if not known:
+        return []
+    scores = retriever.get_scores(known)
+    k = min(k, len(scores))
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [(int(i), float(scores[i])) for i in top if scores[i] > 0]
+
+
+def write_dense(codebase_id: int, vectors: np.ndarray) -> None:
+    folder = index_dir(codebase_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    index = build_dense(vectors)
     fd, tmp = tempfile.mkstemp(prefix=".dense-", suffix=".tmp", dir=folder)
     os.close(fd)
     try:
@@ -53,17 +93,59 @@ def write_dense(codebase_id: int, vectors: np.ndarray) -> None:
             os.unlink(tmp)
 
 
-def write_lexical(codebase_id: int, documents: list[list[str]]) -> None:
+def write_lexical(
+    codebase_id: int, documents: list[list[str]], pointer: str = LEXICAL_POINTER
+) -> None:
     folder = index_dir(codebase_id)
     folder.mkdir(parents=True, exist_ok=True)
-    name = f"lexical-{secrets.token_hex(6)}"
-    retriever = bm25s.BM25()
-    retriever.index(documents, show_progress=False)
-    retriever.save(str(folder / name), show_progress=False)
-    _atomic_write_text(folder / LEXICAL_POINTER, json.dumps({"folder": name}))
-    for old in folder.glob("lexical-*"):
+    prefix = pointer.removesuffix(".json")
+    name = f"{prefix}-{secrets.token_hex(6)}"
+    build_lexical(documents).save(str(folder / name), show_progress=False)
+    _atomic_write_text(folder / pointer, json.dumps({"folder": name}))
+    for old in folder.glob(f"{prefix}-*"):
         if old.name != name:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def write_map(codebase_id: int, data: dict[str, Any]) -> None:
+    folder = index_dir(codebase_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    _atomic_write_text(folder / MAP_FILE, json.dumps(data))
+
+
+def write_vectors(codebase_id: int, keys: list[str], vectors: np.ndarray) -> None:
+    folder = index_dir(codebase_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".vectors-", suffix=".npz", dir=folder)
+    os.close(fd)
+    try:
+        np.savez(tmp, keys=np.array(keys, dtype="U32"), vectors=vectors.astype(np.float32))
+        os.replace(tmp, folder / VECTORS_FILE)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def load_vectors(codebase_id: int) -> dict[str, np.ndarray]:
+    """The vectors of the last build by text key, or {} when there is none (or it is unreadable)."""
+    path = index_dir(codebase_id) / VECTORS_FILE
+    try:
+        data = np.load(path)
+        return dict(zip((str(k) for k in data["keys"]), data["vectors"], strict=True))
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def load_dense(codebase_id: int) -> Any:
+    return _load(codebase_id, DENSE_FILE, lambda path: faiss.read_index(str(path)))
+
+
+def load_lexical(codebase_id: int, pointer: str = LEXICAL_POINTER) -> Any:
+    return _load(codebase_id, pointer, _read_lexical)
+
+
+def load_map(codebase_id: int) -> dict[str, Any] | None:
+    return _load(codebase_id, MAP_FILE, lambda path: json.loads(path.read_text()))
 
 
 def delete(codebase_id: int) -> None:
@@ -74,25 +156,13 @@ def delete(codebase_id: int) -> None:
 
 
 def search_dense(codebase_id: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """(ordinal, cosine similarity) pairs, best first."""
-    index = _load(codebase_id, DENSE_FILE, lambda path: faiss.read_index(str(path)))
-    if index is None or index.ntotal == 0:
-        return []
-    scores, ids = index.search(query.reshape(1, -1).astype(np.float32), min(k, index.ntotal))
-    return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
+    """(row, cosine similarity) pairs, best first."""
+    return top_dense(load_dense(codebase_id), query, k)
 
 
 def search_lexical(codebase_id: int, tokens: list[str], k: int) -> list[tuple[int, float]]:
     """(ordinal, BM25 score) pairs with a positive score, best first."""
-    retriever = _load(codebase_id, LEXICAL_POINTER, _read_lexical)
-    if retriever is None:
-        return []
-    known = [t for t in tokens if t in retriever.vocab_dict]
-    if not known:
-        return []
-    scores = retriever.get_scores(known)
-    top = np.argsort(-scores)[:k]
-    return [(int(i), float(scores[i])) for i in top if scores[i] > 0]
+    return top_lexical(load_lexical(codebase_id), tokens, k)
 
 
 def _read_lexical(pointer: Path) -> bm25s.BM25:

@@ -11,40 +11,24 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from rag import embeddings, index
-from rag.chunking import TextChunk, chunk_file, embedding_text, split_lines
-from rag.languages import language_for
-from rag.lexical import document_tokens
+from rag import embeddings, index, pipeline
 from rag.models import Chunk, Codebase, CodeFile
+from rag.parsers.archive import is_zip, read_zip
 from rag.parsers.repomix import PackError, ParsedFile, parse_repomix, sniff
-from rag.roles import role_for
+from rag.pipeline import FileRecord
 
 log = logging.getLogger(__name__)
 
 Status = Codebase.Status
-EMBED_BATCH = 64
 STALE_AFTER = timedelta(minutes=10)
 """An "indexing" codebase untouched this long was left by a crashed worker; take it over."""
-
-
-@dataclass
-class _File:
-    parsed: ParsedFile
-    language: str
-    role: str
-    sha256: str
-    size: int
-    line_count: int
-    chunks: list[TextChunk]
 
 
 def index_codebase(codebase_id: int) -> None:
@@ -95,8 +79,13 @@ def read_upload(codebase: Codebase) -> tuple[str, list[ParsedFile]]:
     merged: dict[str, ParsedFile] = {}
     for part in parts:
         data = part.read_bytes()
-        style = style or sniff(data)
-        for parsed in parse_repomix(data):
+        if is_zip(data):
+            style = style or "zip"
+            files = read_zip(data).files
+        else:
+            style = style or sniff(data)
+            files = parse_repomix(data)
+        for parsed in files:
             merged.pop(parsed.path, None)
             merged[parsed.path] = parsed
     return style, list(merged.values())
@@ -106,58 +95,48 @@ def _build(codebase_id: int) -> None:
     codebase = Codebase.objects.get(pk=codebase_id)
     style, parsed = read_upload(codebase)
     _progress(codebase_id, 10, "chunking")
-
-    files: list[_File] = []
-    for n, item in enumerate(parsed):
-        data = item.content.encode("utf-8", "surrogatepass")
-        language = language_for(item.path)
-        files.append(
-            _File(
-                parsed=item,
-                language=language,
-                role=role_for(item.path),
-                sha256=hashlib.sha256(data).hexdigest(),
-                size=len(data),
-                line_count=len(split_lines(item.content)),
-                chunks=chunk_file(item.content, language),
-            )
-        )
-        if n % 200 == 199:
-            _progress(codebase_id, 10 + 10 * n // len(parsed), "chunking")
-
-    texts = [embedding_text(f.parsed.path, c) for f in files for c in f.chunks]
+    records = pipeline.prepare(parsed)
+    dense = pipeline.chunk_texts(records)
     _progress(codebase_id, 20, "embedding")
-    batches = []
-    for start in range(0, len(texts), EMBED_BATCH):
-        batches.append(embeddings.embed(texts[start : start + EMBED_BATCH]))
-        _progress(
-            codebase_id, 20 + 70 * min(start + EMBED_BATCH, len(texts)) // len(texts), "embedding"
-        )
+
+    known = (
+        index.load_vectors(codebase_id)
+        if codebase.embedding_model == embeddings.model_name()
+        else {}
+    )
+
+    def report(done: int, total: int) -> None:
+        _progress(codebase_id, 20 + 70 * done // max(total, 1), "embedding")
+
+    vectors, computed = pipeline.embed_texts([t for _, t in dense], known, report)
+    log.info("codebase %s: %d vectors, %d computed", codebase_id, len(dense), computed)
     _progress(codebase_id, 90, "indexing")
 
-    documents = [document_tokens(f.parsed.path, c.text) for f in files for c in f.chunks]
-    if texts:
-        index.write_dense(codebase_id, np.vstack(batches))
-        index.write_lexical(codebase_id, documents)
+    if any(r.chunks for r in records):
+        index.write_dense(codebase_id, vectors)
+        index.write_lexical(codebase_id, pipeline.lexical_documents(records))
+        index.write_lexical(codebase_id, pipeline.file_documents(records), index.FILES_POINTER)
+        index.write_map(codebase_id, pipeline.code_map(records, [o for o, _ in dense]).to_json())
+        index.write_vectors(codebase_id, [pipeline.text_key(t) for _, t in dense], vectors)
     else:
         index.delete(codebase_id)
-    _store(codebase_id, style, files)
+    _store(codebase_id, style, records)
 
 
-def _store(codebase_id: int, style: str, files: list[_File]) -> None:
+def _store(codebase_id: int, style: str, files: list[FileRecord]) -> None:
     with transaction.atomic():
         CodeFile.objects.filter(codebase_id=codebase_id).delete()  # cascades to chunks
         rows = CodeFile.objects.bulk_create(
             [
                 CodeFile(
                     codebase_id=codebase_id,
-                    path=f.parsed.path,
+                    path=f.path,
                     language=f.language,
                     role=f.role,
                     size=f.size,
                     line_count=f.line_count,
                     sha256=f.sha256,
-                    content=f.parsed.content,
+                    content=f.content,
                 )
                 for f in files
             ],
@@ -179,7 +158,7 @@ def _store(codebase_id: int, style: str, files: list[_File]) -> None:
                 )
         Chunk.objects.bulk_create(chunks, batch_size=500)
         digest = hashlib.sha256()
-        for path, sha in sorted((f.parsed.path, f.sha256) for f in files):
+        for path, sha in sorted((f.path, f.sha256) for f in files):
             digest.update(f"{path}\0{sha}\n".encode("utf-8", "surrogatepass"))
         done = Codebase.objects.filter(pk=codebase_id, status=Status.INDEXING).update(
             status=Status.READY,

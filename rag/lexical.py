@@ -32,3 +32,10 @@ def tokenize(text: str) -> list[str]:
 def document_tokens(path: str, text: str) -> list[str]:
     """A chunk's tokens: its path's segments and stem, then the identifiers in its text."""
     return tokenize(re.sub(r"[/.\-]", " ", path)) + tokenize(text)
+
+
+def file_tokens(path: str, content: str) -> list[str]:
+    """A whole file's tokens for the file-level index: its path tokens (twice, since a path
+    names what the whole file is about), then the identifiers in its content."""
+    path_part = tokenize(re.sub(r"[/.\-]", " ", path))
+    return path_part + path_part + tokenize(content)

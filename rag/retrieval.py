@@ -1,41 +1,31 @@
 """The one way agents and people find code: hybrid search plus path checks.
 
-`retrieve` fuses dense (FAISS) and lexical (BM25) rankings with reciprocal rank fusion, nudges
-files the query names, and prefers source over tests, docs and generated or vendored files.
-Everything an agent cites comes back as a Hit with a real path and real line numbers.
+`retrieve` ranks files first (rag.search: dense + chunk BM25 + file BM25 + symbol, file name
+and path matches, fused by reciprocal rank and weighted by role), then shows the best chunks of
+the best files. Everything an agent cites comes back as a Hit with a real path and real lines.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
-import re
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from rag import embeddings, index
 from rag.chunking import split_lines
 from rag.lexical import tokenize
 from rag.models import Chunk, Codebase, CodeFile
-from rag.parsers.repomix import normalize_path
+from rag.query import analyze, clean_path
+from rag.search import CodeMap, FileScore, Result, search
 
 log = logging.getLogger(__name__)
 
-RRF_K = 60
-"""The usual reciprocal-rank-fusion constant: rank r contributes 1 / (RRF_K + r)."""
-CANDIDATES = 40
-ROLE_WEIGHT = {
-    "source": 1.0,
-    "config": 0.9,
-    "test": 0.8,
-    "docs": 0.8,
-    "data": 0.7,
-    "generated": 0.5,
-    "vendored": 0.5,
-}
-PATH_BONUS = 1.0 / RRF_K
-_PATHISH = re.compile(r"[\w./\\-]*\w\.\w+|[\w.-]+(?:/[\w.-]+)+")
+CHUNK_DECAY = 0.5
+"""The n-th chunk of a file scores file_score / (1 + CHUNK_DECAY * n): a strong file may show
+several chunks, but the next file's best chunk soon outranks its weaker ones."""
+_REASON = {"symbols": "symbol match", "paths": "path match", "names": "file name match"}
 
 
 @dataclass(frozen=True)
@@ -52,48 +42,55 @@ class Hit:
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
 
+@dataclass(frozen=True)
+class FileHit:
+    path: str
+    score: float
+    reason: str
+
+
+@dataclass
+class _Ranked:
+    cmap: CodeMap
+    result: Result
+    tokens: list[str]
+
+
 def retrieve(codebase: Codebase, query: str, k: int = 6) -> list[Hit]:
     """The k chunks of `codebase` that best answer `query`; [] until it is indexed."""
-    if not query.strip() or k <= 0:
+    ranked = _rank(codebase, query, k)
+    if ranked is None:
         return []
-    if codebase.status != Codebase.Status.READY or not codebase.chunk_count:
-        log.warning("retrieve() on codebase %s that is %s", codebase.pk, codebase.status)
-        return []
-    pool = max(CANDIDATES, k * 4)
-    dense = index.search_dense(codebase.pk, embeddings.embed([query])[0], pool)
-    lexical = index.search_lexical(codebase.pk, tokenize(query), pool)
-
-    fused: dict[int, float] = defaultdict(float)
-    sources: dict[int, set[str]] = defaultdict(set)
-    for name, ranking in (("dense", dense), ("lexical", lexical)):
-        for rank, (ordinal, _) in enumerate(ranking, start=1):
-            fused[ordinal] += 1.0 / (RRF_K + rank)
-            sources[ordinal].add(name)
-
-    named = _files_named_in(codebase, query)
-    if named:
-        extra = Chunk.objects.filter(codebase=codebase, file__path__in=named)
-        for ordinal in extra.values_list("ordinal", flat=True)[:pool]:
-            fused[ordinal] += 0.0
-    if not fused:
-        return []
-
-    chunks = {
+    cmap, files = ranked.cmap, ranked.result.files
+    wanted: list[tuple[float, int, FileScore]] = []
+    missing: list[FileScore] = []
+    for file in files[: max(k, 8)]:
+        if not file.chunks:
+            missing.append(file)
+        for n, ordinal in enumerate(file.chunks[:k]):
+            wanted.append((file.score / (1 + CHUNK_DECAY * n), ordinal, file))
+    best = _best_chunks_of(codebase, cmap, missing, ranked.tokens)
+    for file in missing:
+        if file.file in best:
+            wanted.append((file.score, best[file.file], file))
+    wanted.sort(key=lambda item: -item[0])
+    wanted = wanted[:k]
+    rows = {
         c.ordinal: c
-        for c in Chunk.objects.filter(codebase=codebase, ordinal__in=list(fused)).select_related(
-            "file"
-        )
+        for c in Chunk.objects.filter(
+            codebase=codebase, ordinal__in=[o for _, o, _ in wanted]
+        ).select_related("file")
     }
     hits = []
-    for ordinal, score in fused.items():
-        chunk = chunks.get(ordinal)
-        if chunk is None:
+    for score, ordinal, file in wanted:
+        chunk = rows.get(ordinal)
+        if chunk is None or chunk.file.path != cmap.paths[file.file]:
             continue  # the index is newer or older than the rows; skip what does not match
-        reasons = sorted(sources[ordinal])
-        if chunk.file.path in named:
-            score += PATH_BONUS
-            reasons.append("path match")
-        score *= ROLE_WEIGHT.get(chunk.file.role, 1.0)
+        found = (("dense", ranked.result.dense), ("lexical", ranked.result.lexical))
+        kinds = [name for name, ordinals in found if ordinal in ordinals]
+        extra = [_REASON[r] for r in file.reasons if r in _REASON]
+        if not kinds and "files" in file.reasons:
+            kinds = ["lexical"]
         hits.append(
             Hit(
                 path=chunk.file.path,
@@ -101,38 +98,103 @@ def retrieve(codebase: Codebase, query: str, k: int = 6) -> list[Hit]:
                 end_line=chunk.end_line,
                 text=chunk.text,
                 score=round(score, 6),
-                reason=_reason(reasons),
+                reason=", ".join(["+".join(kinds)] * bool(kinds) + extra) or "related file",
             )
         )
-    hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
-    return hits[:k]
+    return hits
 
 
-def _reason(reasons: list[str]) -> str:
-    kinds = "+".join(r for r in ("dense", "lexical") if r in reasons)
-    extra = [r for r in reasons if r not in ("dense", "lexical")]
-    return ", ".join([kinds] * bool(kinds) + extra)
+def retrieve_files(codebase: Codebase, query: str, k: int = 10) -> list[FileHit]:
+    """The k files of `codebase` most likely to need reading (or changing) for `query`."""
+    ranked = _rank(codebase, query, k)
+    if ranked is None:
+        return []
+    return [
+        FileHit(
+            ranked.cmap.paths[f.file],
+            round(f.score, 6),
+            ", ".join(f.reasons) or "related file",
+        )
+        for f in ranked.result.files[:k]
+    ]
 
 
-def _files_named_in(codebase: Codebase, query: str) -> set[str]:
-    """Paths of files the query mentions by path or by file name (e.g. "api.py")."""
-    mentions = {_clean(m).lower() for m in _PATHISH.findall(query)}
-    mentions.discard("")
-    if not mentions:
-        return set()
-    named = set()
-    for path in CodeFile.objects.filter(codebase=codebase).values_list("path", flat=True):
-        lowered = path.lower()
-        for mention in mentions:
-            if lowered == mention or lowered.endswith("/" + mention):
-                named.add(path)
-    return named
+def _rank(codebase: Codebase, query: str, k: int) -> _Ranked | None:
+    if not query.strip() or k <= 0:
+        return None
+    if codebase.status != Codebase.Status.READY or not codebase.chunk_count:
+        log.warning("retrieve() on codebase %s that is %s", codebase.pk, codebase.status)
+        return None
+    data = index.load_map(codebase.pk)
+    cmap = _code_map(data) if data is not None else _legacy_map(codebase)
+    terms = analyze(query)
+    vector = embeddings.embed([terms.text])[0] if cmap.dense_ordinals else None
+    result = search(
+        cmap,
+        terms,
+        vector,
+        index.load_dense(codebase.pk),
+        index.load_lexical(codebase.pk),
+        index.load_lexical(codebase.pk, index.FILES_POINTER),
+    )
+    return _Ranked(cmap, result, terms.tokens)
 
 
-def _clean(path: str) -> str:
-    path = path.strip().strip("`'\"<>()[]{},;")
-    path = re.sub(r"(#L\d+(-L?\d+)?|:\d+(-\d+)?)$", "", path)
-    return normalize_path(path)
+_MAPS: dict[int, tuple[dict[str, Any], CodeMap]] = {}
+
+
+def _code_map(data: dict[str, Any]) -> CodeMap:
+    """One CodeMap per loaded map.json (index.py caches the dict until the file changes), so
+    what rag.search derives from it is built once, not once per query."""
+    cached = _MAPS.get(id(data))
+    if cached is None or cached[0] is not data:
+        if len(_MAPS) > 64:
+            _MAPS.clear()
+        cached = _MAPS[id(data)] = (data, CodeMap.from_json(data))
+    return cached[1]
+
+
+def _legacy_map(codebase: Codebase) -> CodeMap:
+    """The code map of a codebase indexed before maps were written (every chunk embedded, in
+    ordinal order, and no file-level index); re-indexing it writes a real one."""
+    log.info("codebase %s has no code map; building one from its rows", codebase.pk)
+    files = list(CodeFile.objects.filter(codebase=codebase).values_list("pk", "path", "role"))
+    number = {pk: n for n, (pk, _, _) in enumerate(files)}
+    chunks = list(
+        Chunk.objects.filter(codebase=codebase)
+        .order_by("ordinal")
+        .values_list("file_id", "symbols")
+    )
+    dense = index.load_dense(codebase.pk)
+    embedded = list(range(len(chunks))) if dense is not None and dense.ntotal == len(chunks) else []
+    return CodeMap.build(
+        paths=[path for _, path, _ in files],
+        roles=[role for _, _, role in files],
+        chunk_files=[number[file_id] for file_id, _ in chunks],
+        chunk_symbols=[list(symbols or []) for _, symbols in chunks],
+        dense_ordinals=embedded,
+    )
+
+
+def _best_chunks_of(
+    codebase: Codebase, cmap: CodeMap, files: list[FileScore], tokens: list[str]
+) -> dict[int, int]:
+    """For files that matched as a whole (by name or file-level BM25), their chunk sharing the
+    most query tokens."""
+    wanted = set(tokens)
+    best: dict[int, int] = {}
+    for file in files:
+        chunks = Chunk.objects.filter(codebase=codebase, file__path=cmap.paths[file.file])
+        scored = [
+            (len(wanted & set(tokenize(c.text))), -c.ordinal, c.ordinal)
+            for c in chunks.only("ordinal", "text")
+        ]
+        if scored:
+            best[file.file] = max(scored)[2]
+    return best
+
+
+_clean = clean_path
 
 
 def resolve_path(codebase: Codebase, path: str) -> str | None:

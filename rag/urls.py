@@ -9,5 +9,6 @@ urlpatterns = [
     path("upload/", views.upload, name="upload"),
     path("<int:pk>/", views.detail, name="detail"),
     path("<int:pk>/status.json", views.status, name="status"),
+    path("<int:pk>/version/", views.new_version, name="new_version"),
     path("<int:pk>/file/<path:path>", views.file_view, name="file"),
 ]

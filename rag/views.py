@@ -6,12 +6,12 @@ from collections import Counter
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from rag import services
 from rag.chunking import split_lines
-from rag.forms import UploadForm
-from rag.models import CodeFile
+from rag.forms import NewVersionForm, UploadForm
+from rag.models import Codebase, CodeFile
 from rag.tree import build_tree
 
 
@@ -45,10 +45,34 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_POST
+def new_version(request: HttpRequest, pk: int) -> HttpResponse:
+    codebase = services.get_codebase_for(request.user, pk)
+    form = NewVersionForm(request.POST, request.FILES)
+    error = ""
+    if form.is_valid():
+        try:
+            services.upload_new_version(codebase, form.cleaned_data["pack"])
+        except services.UploadError as exc:
+            error = exc.message
+        else:
+            return redirect("rag:detail", pk=codebase.pk)
+    else:
+        error = " ".join(str(e) for errors in form.errors.values() for e in errors)
+    return _detail(request, codebase, NewVersionForm(), error, status=400)
+
+
+@login_required
 @require_GET
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     codebase = services.get_codebase_for(request.user, pk)
-    ctx: dict[str, object] = {"codebase": codebase}
+    return _detail(request, codebase, NewVersionForm(), "")
+
+
+def _detail(
+    request: HttpRequest, codebase: Codebase, form: NewVersionForm, error: str, status: int = 200
+) -> HttpResponse:
+    ctx: dict[str, object] = {"codebase": codebase, "version_form": form, "version_error": error}
     if codebase.is_ready:
         files = list(
             codebase.files.only("path", "language", "role", "size", "line_count").order_by("path")
@@ -56,7 +80,7 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         ctx["tree"] = build_tree(files)
         ctx["roles"] = Counter(f.role for f in files).most_common()
         ctx["languages"] = sorted(codebase.languages.items(), key=lambda kv: (-kv[1], kv[0]))
-    return render(request, "rag/detail.html", ctx)
+    return render(request, "rag/detail.html", ctx, status=status)
 
 
 @login_required

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (with test tools) and run every check: ruff, mypy, and the whole pytest suite
-# (unit, websocket, real local model, real Chromium through Playwright).
+# (unit, websocket, real local model, real Chromium through Playwright); then the suite again on
+# PostgreSQL, with the scale-out tests (real Redis, Celery workers and daphne servers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --dev
@@ -9,3 +10,16 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/ruff format --check .
 .venv/bin/mypy planagents rag agents conversations
 .venv/bin/pytest -q "$@"
+
+# The PostgreSQL pass. It leaves out the browser test (its server keeps its own SQLite) and the
+# real-model test (the model does not care about the database); tests/scaleout runs only here.
+# One pass at a time on this machine: the scale-out tests restart the shared Redis.
+if scripts/services.sh planagents; then
+    echo "test: the suite again on PostgreSQL, with the scale-out tests"
+    DATABASE_URL="${PLANAGENTS_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/planagents}" \
+        flock -w 1800 /tmp/planagents-postgres-pass.lock \
+        .venv/bin/pytest -q -m "not browser and not llm" -p no:cacheprovider "$@"
+else
+    echo "test: PostgreSQL or Redis could not be started: the PostgreSQL pass and the" \
+        "scale-out tests were NOT run" >&2
+fi

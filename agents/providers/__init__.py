@@ -7,9 +7,12 @@ why it cannot be used (missing key, missing package) or "" when it can.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -18,6 +21,7 @@ from .weights import QWEN_CODER_05B, QWEN_CODER_15B, SMOLLM2_135M, ModelSpec, in
 
 __all__ = [
     "PROFILES",
+    "estimate_cost",
     "Profile",
     "ProfileInfo",
     "get_profile_info",
@@ -36,6 +40,8 @@ class ProfileInfo:
     model: str
     available: bool
     reason: str  # why not, in words a user can act on; "" when available
+    key_env: str = ""  # the env var that holds its API key, "" when it needs none
+    prices: tuple[float, float] | None = None  # USD per million input / output tokens
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,9 @@ class Profile:
     build: Callable[[str], LLMProvider]  # profile name -> provider; may import lazily
     check: Callable[[], str]  # "" when usable; must not load or hash anything
     listed: Callable[[], bool] = lambda: True
+    key_env: str = ""
+    # USD per million input / output tokens, read when asked (env may override); None: unknown.
+    prices: Callable[[], tuple[float, float] | None] = lambda: None
 
 
 def _local(spec: ModelSpec) -> tuple[Callable[[str], LLMProvider], Callable[[], str]]:
@@ -66,6 +75,31 @@ def _local(spec: ModelSpec) -> tuple[Callable[[str], LLMProvider], Callable[[], 
         return ""
 
     return build, check
+
+
+def _remote(module_name: str) -> tuple[Callable[[str], LLMProvider], Callable[[], str]]:
+    """build and check for a remote backend module, imported only when used."""
+
+    def module() -> Any:
+        return importlib.import_module(f"{__name__}.{module_name}")
+
+    return (lambda name: module().build(name)), (lambda: module().check())
+
+
+def _prices(
+    prefix: str, default: tuple[float, float] | None
+) -> Callable[[], tuple[float, float] | None]:
+    """Prices from {prefix}_PRICE_IN / {prefix}_PRICE_OUT (USD per million tokens) or the default
+    for the default model; an estimate, shown as one."""
+
+    def read() -> tuple[float, float] | None:
+        from .remote import env_float
+
+        if not (os.environ.get(f"{prefix}_PRICE_IN") or os.environ.get(f"{prefix}_PRICE_OUT")):
+            return default
+        return env_float(f"{prefix}_PRICE_IN", 0.0), env_float(f"{prefix}_PRICE_OUT", 0.0)
+
+    return read
 
 
 def _fake_build(name: str) -> LLMProvider:
@@ -105,6 +139,33 @@ PROFILES: list[Profile] = [
         *_local(SMOLLM2_135M),
     ),
     Profile(
+        "gemini",
+        "Gemini (Google, needs GEMINI_API_KEY)",
+        "gemini",
+        os.environ.get("GEMINI_MODEL", "gemini-2.5-flash"),
+        *_remote("gemini"),
+        key_env="GEMINI_API_KEY",
+        prices=_prices("GEMINI", (0.30, 2.50)),  # gemini-2.5-flash list price
+    ),
+    Profile(
+        "glm",
+        "GLM (Zhipu / Z.ai, needs GLM_API_KEY)",
+        "glm",
+        os.environ.get("GLM_MODEL", "glm-4.5-flash"),
+        *_remote("glm"),
+        key_env="GLM_API_KEY",
+        prices=_prices("GLM", (0.0, 0.0)),  # glm-4.5-flash is free
+    ),
+    Profile(
+        "openai",
+        "OpenAI-compatible (OpenAI, Ollama, vLLM, LM Studio, OpenRouter)",
+        "openai",
+        os.environ.get("OPENAI_MODEL", "gpt-4o-mini"),
+        *_remote("openai_compat"),
+        key_env="OPENAI_API_KEY",
+        prices=_prices("OPENAI", None),  # depends on the server; set OPENAI_PRICE_IN/OUT
+    ),
+    Profile(
         "fake",
         "Scripted (tests and demos)",
         "scripted",
@@ -112,6 +173,16 @@ PROFILES: list[Profile] = [
         _fake_build,
         _fake_check,
         listed=_fake_enabled,
+    ),
+    Profile(
+        "fake-backup",
+        "Scripted backup (tests and demos)",
+        "scripted",
+        "scripted",
+        _fake_build,
+        _fake_check,
+        listed=_fake_enabled,
+        prices=lambda: (1.0, 2.0),  # made-up prices so tests can see costs add up
     ),
 ]
 
@@ -133,6 +204,8 @@ def _info(profile: Profile) -> ProfileInfo:
         model=profile.model,
         available=not reason,
         reason=reason,
+        key_env=profile.key_env,
+        prices=profile.prices(),
     )
 
 
@@ -143,6 +216,15 @@ def list_profiles() -> list[ProfileInfo]:
 
 def get_profile_info(name: str) -> ProfileInfo:
     return _info(_find(name))
+
+
+def estimate_cost(profile_name: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """Estimated USD cost of a call, or None when the profile declares no prices."""
+    profile = next((p for p in PROFILES if p.name == profile_name), None)
+    prices = profile.prices() if profile is not None else None
+    if prices is None:
+        return None
+    return (prompt_tokens * prices[0] + completion_tokens * prices[1]) / 1_000_000
 
 
 def get_provider(name: str | None = None) -> LLMProvider:

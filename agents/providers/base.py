@@ -39,6 +39,15 @@ class GenerationCancelled(ProviderError):
     """The caller asked to stop while the model was still writing."""
 
 
+class RetryableError(ProviderError):
+    """A failure worth another try if nothing was streamed yet: rate limit, 5xx, timeout,
+    lost connection. `retry_after` is the server's Retry-After in seconds, when it sent one."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 @dataclass
 class CallOptions:
     max_tokens: int = 512

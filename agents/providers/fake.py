@@ -18,13 +18,25 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from .base import CallOptions, ChatMessage, GenerationCancelled, LLMProvider, T
 
-Reply = str | BaseModel | dict[str, Any] | list[Any] | BaseException
+
+@dataclass(frozen=True)
+class FailAfter:
+    """A scripted reply that streams its first `pieces` pieces of `text`, then raises `error`:
+    a provider dying mid-stream."""
+
+    text: str
+    pieces: int
+    error: BaseException
+
+
+Reply = str | BaseModel | dict[str, Any] | list[Any] | BaseException | FailAfter
 
 # "app/api.py:10-42", as retrieved chunks are labelled in prompts.
 LABEL_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]+):(\d+)-(\d+)")
@@ -93,6 +105,9 @@ class FakeProvider(LLMProvider):
             text = default_text(prompt)
         elif isinstance(reply, BaseException):
             raise reply
+        elif isinstance(reply, FailAfter):
+            yield from self._play(reply.text, prompt, options, fail=reply)
+            return
         else:
             text = reply if isinstance(reply, str) else _as_json(reply)
         yield from self._play(text, prompt, options)
@@ -106,14 +121,21 @@ class FakeProvider(LLMProvider):
             text = default_structured(schema, prompt).model_dump_json()
         elif isinstance(reply, BaseException):
             raise reply
+        elif isinstance(reply, FailAfter):
+            yield from self._play(reply.text, prompt, options, fail=reply)
+            return
         else:
             # A scripted str is streamed as is, so a test can feed invalid JSON on purpose.
             text = reply if isinstance(reply, str) else _as_json(reply)
         yield from self._play(text, prompt, options)
 
-    def _play(self, text: str, prompt: str, options: CallOptions) -> Iterator[str]:
+    def _play(
+        self, text: str, prompt: str, options: CallOptions, fail: FailAfter | None = None
+    ) -> Iterator[str]:
         options.usage.prompt_tokens += len(prompt.split())
-        for piece in re.findall(r"\s*\S+", text) or [text]:
+        for index, piece in enumerate(re.findall(r"\s*\S+", text) or [text]):
+            if fail is not None and index >= fail.pieces:
+                raise fail.error
             if options.should_stop is not None and options.should_stop():
                 raise GenerationCancelled("Stopped by the user.")
             if self.delay:

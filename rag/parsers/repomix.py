@@ -42,7 +42,7 @@ _MAGIC = [
     (b"\xff\xd8\xff", "a JPEG image"),
     (b"GIF8", "a GIF image"),
     (b"%PDF", "a PDF document"),
-    (b"PK\x03\x04", "a zip archive (zip uploads are not supported yet)"),
+    (b"PK\x03\x04", "a zip archive"),
     (b"\x1f\x8b", "a gzip archive"),
     (b"\x7fELF", "an executable"),
 ]
@@ -117,6 +117,12 @@ def parse_repomix(data: bytes | str) -> list[ParsedFile]:
             f"text with no Repomix file markers, starting {_preview(text)}."
         )
     pairs = _PARSERS[style](text)
+    # --output-show-line-numbers: every file is numbered, so judge by all of them rather than
+    # by the header prose (which changes with options and versions).
+    stripped = [strip_line_numbers(content) for _, content in pairs]
+    numbered = sum(a != b for (_, a), b in zip(pairs, stripped, strict=True))
+    if numbered and numbered >= 0.9 * sum(1 for _, c in pairs if c.strip()):
+        pairs = [(path, new) for (path, _), new in zip(pairs, stripped, strict=True)]
     files: dict[str, str] = {}
     for raw_path, content in pairs:
         path = normalize_path(raw_path)
@@ -126,6 +132,24 @@ def parse_repomix(data: bytes | str) -> list[ParsedFile]:
     if not files:
         raise PackError(f"Expected at least one file in the {style} pack but found none.")
     return [ParsedFile(path, content) for path, content in files.items()]
+
+
+_LINE_NUMBER = re.compile(r" *(\d+): ?")
+
+
+def strip_line_numbers(content: str) -> str:
+    """Content of a `--output-show-line-numbers` pack without the ` 12: ` prefixes, when every
+    line carries the next number (so real line numbers stay what the file says)."""
+    if not content.strip():
+        return content
+    lines = content.split("\n")
+    stripped = []
+    for n, line in enumerate(lines, start=1):
+        match = _LINE_NUMBER.match(line)
+        if match is None or int(match.group(1)) != n:
+            return content  # not numbered after all: keep the text exactly as packed
+        stripped.append(line[match.end() :])
+    return "\n".join(stripped)
 
 
 def normalize_path(path: str) -> str:

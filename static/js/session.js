@@ -51,7 +51,9 @@
     if (m.signal) h.appendChild(el("span", "signal", m.signal));
     if (m.state === "interrupted") h.appendChild(el("span", "badge failed", "interrupted"));
     if (m.state === "streaming") h.appendChild(el("span", "typing", "writing…"));
-    const meta = m.model ? m.model + " · " + m.prompt_tokens + "→" + m.completion_tokens + " tok" : "";
+    let meta = m.model ? m.model + " · " + m.prompt_tokens + "→" + m.completion_tokens + " tok" : "";
+    if (m.model && m.latency_ms) meta += " · " + m.latency_ms + " ms";
+    if (m.model && m.cost_usd !== null && m.cost_usd !== undefined) meta += " · $" + m.cost_usd.toFixed(4);
     h.appendChild(el("span", "meta", meta));
     return h;
   }
@@ -74,6 +76,7 @@
     fresh.id = "m" + m.seq;
     fresh.dataset.seq = m.seq;
     fresh.dataset.tokens = (m.prompt_tokens || 0) + (m.completion_tokens || 0);
+    fresh.dataset.cost = m.cost_usd === null || m.cost_usd === undefined ? "" : m.cost_usd;
     fresh.appendChild(header(m));
     const body = el("div", "body md");
     if (m.html !== undefined && m.state !== "streaming") {
@@ -115,7 +118,8 @@
     node.querySelector(".body").textContent = next;
   }
 
-  function onEnd(m) {
+  function onEnd(m, truncated) {
+    if (truncated) return requestResume(m.seq - 1); // too big for the channel layer: read the db
     texts.delete(m.seq);
     upsert(m);
     updateMeter();
@@ -123,8 +127,22 @@
 
   function updateMeter() {
     let tokens = 0;
-    for (const node of list.querySelectorAll("article.msg")) tokens += Number(node.dataset.tokens || 0);
-    $("meter").textContent = tokens ? tokens.toLocaleString() + " tokens used in this session" : "–";
+    let cost = 0;
+    let priced = false;
+    for (const node of list.querySelectorAll("article.msg")) {
+      tokens += Number(node.dataset.tokens || 0);
+      if (node.dataset.cost) { cost += Number(node.dataset.cost); priced = true; }
+    }
+    let text = tokens ? tokens.toLocaleString() + " tokens used in this session" : "–";
+    if (priced) text += " · about $" + cost.toFixed(4);
+    $("meter").textContent = text;
+  }
+
+  function updateBudget(u) {
+    if (!u) return;
+    const parts = [u.calls + (u.call_budget ? " of " + u.call_budget : "") + " LLM calls"];
+    if (u.token_budget) parts.push(u.tokens.toLocaleString() + " of " + u.token_budget.toLocaleString() + " tokens budgeted");
+    $("budget").textContent = parts.join(" · ");
   }
 
   function show(id, visible) {
@@ -140,6 +158,7 @@
     show("checkpoint", opts.includes("approve"));
     show("handover", opts.includes("continue"));
     show("running", s.status === "running");
+    updateBudget(s.usage);
     show("ended", s.status === "completed" || s.status === "stopped" || s.status === "failed");
     show("composer", !(s.status === "completed" || s.status === "stopped"));
     $("ended-label").textContent = s.status === "completed" ? "Completed. The plan is on the right." : "This session has ended.";
@@ -185,7 +204,7 @@
     switch (ev.type) {
       case "message.start": onStart(ev.message); break;
       case "message.delta": onDelta(ev); break;
-      case "message.end": onEnd(ev.message); break;
+      case "message.end": onEnd(ev.message, ev.truncated); break;
       case "session.state": replaying = false; onState(ev); break;
       case "plan.updated": state.plan_version = ev.version; loadPlan(true); break;
       case "checkpoint": break;

@@ -46,7 +46,7 @@ def names() -> list[str]:
 
 def test_it_lists_the_local_profiles_first(settings):
     settings.PLANAGENTS_FAKE_LLM = False
-    assert names() == ["local", "local-1.5b", "local-tiny"]
+    assert names() == ["local", "local-1.5b", "local-tiny", "gemini", "glm", "openai"]
 
 
 def test_fake_is_listed_only_when_the_setting_is_on(settings):

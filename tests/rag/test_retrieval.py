@@ -65,3 +65,12 @@ def test_it_keeps_working_after_a_restart(indexed):
     before = retrieve(indexed, "json file storage", k=3)
     index._cache.clear()  # as if the process had restarted
     assert retrieve(indexed, "json file storage", k=3) == before
+
+
+def test_it_still_answers_for_a_codebase_indexed_before_code_maps(indexed, settings):
+    from rag import index
+
+    (settings.PLANAGENTS_INDEX_DIR / str(indexed.pk) / "map.json").unlink()
+    index._cache.clear()
+    hits = retrieve(indexed, "check_password is too slow", k=3)
+    assert hits and hits[0].path == "todo/auth.py"

@@ -1,0 +1,159 @@
+"""Gemini through the `google-genai` SDK (not the deprecated google-generativeai)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .base import CallOptions, ChatMessage, GenerationCancelled, LLMProvider, ProviderError, T
+from .remote import (
+    RetryableError,
+    env_str,
+    first_env,
+    status_error,
+    timeout_seconds,
+    transport_error,
+)
+
+KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+KEY_ENV = KEY_ENVS[0]
+DEFAULT_MODEL = "gemini-2.5-flash"
+VENDOR = "Gemini"
+
+
+def configured_model() -> str:
+    return env_str("GEMINI_MODEL", DEFAULT_MODEL)
+
+
+def check() -> str:
+    import importlib.util
+
+    if importlib.util.find_spec("google.genai") is None:
+        return "The google-genai package is not installed. Run: pip install google-genai"
+    if not first_env(*KEY_ENVS):
+        return f"Set {KEY_ENV} to a Gemini API key (from Google AI Studio)."
+    return ""
+
+
+def http_client() -> Any:
+    """The httpx client handed to the SDK; None lets it build its own (tests replace this)."""
+    return None
+
+
+def build(profile: str) -> LLMProvider:
+    return GeminiProvider(
+        profile, model=configured_model(), api_key=first_env(*KEY_ENVS), http_client=http_client()
+    )
+
+
+class GeminiProvider(LLMProvider):
+    def __init__(self, profile: str, *, model: str, api_key: str, http_client: Any = None) -> None:
+        self.profile = profile
+        self.model_name = model
+        self._api_key = api_key
+        self._http_client = http_client
+
+    def __repr__(self) -> str:  # never the key
+        return f"GeminiProvider({self.profile!r}, {self.model_name!r})"
+
+    def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
+        return self._generate(messages, options, {})
+
+    def stream_structured(
+        self, messages: list[ChatMessage], schema: type[T], options: CallOptions
+    ) -> Iterator[str]:
+        return self._generate(
+            messages,
+            options,
+            {
+                "response_mime_type": "application/json",
+                "response_json_schema": schema.model_json_schema(),
+            },
+        )
+
+    def _client(self) -> Any:
+        from google import genai
+        from google.genai import types
+
+        return genai.Client(
+            api_key=self._api_key,
+            http_options=types.HttpOptions(
+                timeout=int(timeout_seconds() * 1000),
+                # agents/turns.py retries, and only before the first token.
+                retry_options=types.HttpRetryOptions(attempts=1),
+                httpx_client=self._http_client,
+            ),
+        )
+
+    def _generate(
+        self, messages: list[ChatMessage], options: CallOptions, extra: dict[str, Any]
+    ) -> Iterator[str]:
+        from google.genai import errors, types
+
+        system = "\n\n".join(m.content for m in messages if m.role == "system")
+        contents = [
+            types.Content(
+                role="model" if m.role == "assistant" else "user",
+                parts=[types.Part(text=m.content)],
+            )
+            for m in messages
+            if m.role != "system"
+        ]
+        config = types.GenerateContentConfig(
+            system_instruction=system or None,
+            max_output_tokens=options.max_tokens,
+            temperature=options.temperature,
+            # No tools are passed; off, the SDK also stops logging "AFC is enabled" per call.
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+            **extra,
+        )
+        should_stop = options.should_stop or (lambda: False)
+        prompt_tokens = output_tokens = pieces = 0
+        chunks: Any = None
+        try:
+            chunks = self._client().models.generate_content_stream(
+                model=self.model_name, contents=contents, config=config
+            )
+            for chunk in chunks:
+                meta = chunk.usage_metadata
+                if meta is not None:
+                    # Gemini reports running totals, not increments.
+                    prompt_tokens = meta.prompt_token_count or prompt_tokens
+                    output_tokens = (meta.candidates_token_count or 0) + (
+                        meta.thoughts_token_count or 0
+                    ) or output_tokens
+                for candidate in chunk.candidates or []:
+                    for part in (candidate.content.parts if candidate.content else None) or []:
+                        if part.text and not part.thought:
+                            pieces += 1
+                            yield part.text
+                if should_stop():
+                    raise GenerationCancelled("Stopped by the user.")
+        except ProviderError:
+            raise
+        except errors.APIError as exc:
+            response = getattr(exc, "response", None)
+            headers = dict(getattr(response, "headers", None) or {})
+            error = status_error(VENDOR, exc.code, headers, KEY_ENV, exc.message or "")
+            if isinstance(error, RetryableError) and error.retry_after is None:
+                error.retry_after = _retry_delay(exc.details)
+            raise error from None
+        except Exception as exc:
+            raise transport_error(VENDOR, exc) or ProviderError(
+                f"{VENDOR} failed ({type(exc).__name__})"
+            ) from None
+        finally:
+            options.usage.prompt_tokens += prompt_tokens
+            options.usage.completion_tokens += output_tokens or pieces
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+
+
+def _retry_delay(details: Any) -> float | None:
+    """Google sends its retry hint in the error body (google.rpc.RetryInfo, "retryDelay": "7s")."""
+    found = re.search(r"'retryDelay': '([\d.]+)s'|\"retryDelay\": \"([\d.]+)s\"", str(details))
+    if not found:
+        return None
+    return float(found[1] or found[2])

@@ -1,0 +1,191 @@
+"""What the remote providers (Gemini, GLM, OpenAI-compatible) share: config from env, turning
+HTTP failures into errors a user can act on, keeping API keys out of every message and log
+line, and reading an OpenAI-shaped chat stream."""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from .base import CallOptions, GenerationCancelled, ProviderError, RetryableError
+
+# Every env var that may hold a key: their values are scrubbed from error text and logs.
+SECRET_ENV_VARS = (
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GLM_API_KEY",
+    "ZAI_API_KEY",
+    "ZHIPUAI_API_KEY",
+    "OPENAI_API_KEY",
+)
+_MIN_SECRET_LEN = 6  # shorter values would scrub ordinary words
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, "").strip() or default
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, not {raw!r}") from exc
+
+
+def first_env(*names: str) -> str:
+    """The value of the first of `names` that is set, else ""."""
+    for name in names:
+        value = env_str(name)
+        if value:
+            return value
+    return ""
+
+
+def timeout_seconds() -> float:
+    """Per-call timeout: connecting, and the longest silence between two streamed pieces."""
+    return env_float("PLANAGENTS_LLM_TIMEOUT", 60.0)
+
+
+def scrub(text: str) -> str:
+    """`text` with the value of every configured API key replaced by ***."""
+    for name in SECRET_ENV_VARS:
+        value = os.environ.get(name, "").strip()
+        if len(value) >= _MIN_SECRET_LEN and value in text:
+            text = text.replace(value, "***")
+    return text
+
+
+def _secrets() -> list[str]:
+    values = (os.environ.get(name, "").strip() for name in SECRET_ENV_VARS)
+    return [v for v in values if len(v) >= _MIN_SECRET_LEN]
+
+
+def install_log_scrubbing() -> None:
+    """Scrub API keys from every log record as it is created, whichever library logs it (the
+    SDKs log URLs and response bodies) and wherever it is sent."""
+    current = logging.getLogRecordFactory()
+    if getattr(current, "scrubs_secrets", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = current(*args, **kwargs)
+        secrets = _secrets()
+        if secrets:
+            message = record.getMessage()
+            clean = scrub(message)
+            if clean != message:
+                record.msg, record.args = clean, None
+            if record.exc_info and record.exc_info[1] is not None:
+                text = str(record.exc_info[1])
+                if any(secret in text for secret in secrets):
+                    # The traceback would print the exception's text: keep the type only.
+                    kind = type(record.exc_info[1]).__name__
+                    record.exc_info = None
+                    record.msg = f"{record.msg} ({kind}; details withheld: they held an API key)"
+        return record
+
+    factory.scrubs_secrets = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds: a number, or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def status_error(
+    vendor: str, status: int, headers: Mapping[str, str] | None, key_env: str, detail: str = ""
+) -> ProviderError:
+    """The error for an HTTP failure. Only retryable statuses become RetryableError."""
+    headers = headers or {}
+    detail = scrub(detail.strip())[:200]
+    suffix = f": {detail}" if detail else ""
+    if status == 429:
+        return RetryableError(
+            f"{vendor} is rate limiting requests (HTTP 429)",
+            parse_retry_after(headers.get("retry-after")),
+        )
+    if status in (408, 409) or status >= 500:
+        return RetryableError(
+            f"{vendor} had a server error (HTTP {status})",
+            parse_retry_after(headers.get("retry-after")),
+        )
+    if status in (401, 403):
+        return ProviderError(f"{vendor} rejected the API key (HTTP {status}); check {key_env}")
+    return ProviderError(f"{vendor} refused the request (HTTP {status}){suffix}")
+
+
+def _transport_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    timeouts: list[type[BaseException]] = []
+    transport: list[type[BaseException]] = []
+    for module_name in ("httpx", "httpx2"):
+        try:
+            module = __import__(module_name)
+        except ImportError:
+            continue
+        timeouts.append(module.TimeoutException)
+        transport.append(module.TransportError)
+    return tuple(timeouts), tuple(transport)
+
+
+TIMEOUT_ERRORS, TRANSPORT_ERRORS = _transport_classes()
+
+
+def transport_error(vendor: str, exc: BaseException) -> ProviderError | None:
+    """A RetryableError for a timeout or a lost connection (raw or wrapped by an SDK)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, TIMEOUT_ERRORS) or "Timeout" in type(seen).__name__:
+            return RetryableError(f"{vendor} did not answer in time (timeout)")
+        if isinstance(seen, TRANSPORT_ERRORS) or "Connection" in type(seen).__name__:
+            return RetryableError(f"the connection to {vendor} was lost")
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def chat_chunks(chunks: Iterable[Any], options: CallOptions) -> Iterator[str]:
+    """Text pieces of an OpenAI-shaped chat completion stream, counting usage as it arrives.
+    Usage comes in the last chunk (OpenAI with include_usage, GLM always)."""
+    should_stop = options.should_stop or (lambda: False)
+    output_pieces = 0
+    reported = False
+    try:
+        for chunk in chunks:
+            usage = getattr(chunk, "usage", None)
+            if usage is not None and getattr(usage, "completion_tokens", None) is not None:
+                options.usage.prompt_tokens += usage.prompt_tokens or 0
+                options.usage.completion_tokens += usage.completion_tokens or 0
+                reported = True
+            for choice in getattr(chunk, "choices", None) or []:
+                delta = getattr(choice, "delta", None)
+                piece = getattr(delta, "content", None) if delta is not None else None
+                if piece:
+                    output_pieces += 1
+                    yield piece
+            if should_stop():
+                raise GenerationCancelled("Stopped by the user.")
+    finally:
+        if not reported:
+            # A stream cut short has no usage chunk: count pieces, roughly one token each.
+            options.usage.completion_tokens += output_pieces
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
