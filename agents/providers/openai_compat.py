@@ -11,6 +11,7 @@ from typing import Any
 
 from .base import CallOptions, ChatMessage, LLMProvider, ProviderError, T
 from .remote import (
+    ChatCompletionsProvider,
     chat_chunks,
     env_str,
     first_env,
@@ -58,22 +59,7 @@ def build(profile: str) -> LLMProvider:
     )
 
 
-class OpenAICompatProvider(LLMProvider):
-    def __init__(
-        self, profile: str, *, model: str, base_url: str, api_key: str, http_client: Any = None
-    ) -> None:
-        self.profile = profile
-        self.model_name = model
-        self.base_url = base_url
-        self._api_key = api_key
-        self._http_client = http_client
-
-    def __repr__(self) -> str:  # never the key
-        return f"OpenAICompatProvider({self.profile!r}, {self.model_name!r}, {self.base_url!r})"
-
-    def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
-        return self._generate(messages, options, {})
-
+class OpenAICompatProvider(ChatCompletionsProvider):
     def stream_structured(
         self, messages: list[ChatMessage], schema: type[T], options: CallOptions
     ) -> Iterator[str]:

@@ -11,7 +11,14 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from .base import CallOptions, GenerationCancelled, ProviderError, RetryableError
+from .base import (
+    CallOptions,
+    ChatMessage,
+    GenerationCancelled,
+    LLMProvider,
+    ProviderError,
+    RetryableError,
+)
 
 # Every env var that may hold a key: their values are scrubbed from error text and logs.
 SECRET_ENV_VARS = (
@@ -189,3 +196,28 @@ def chat_chunks(chunks: Iterable[Any], options: CallOptions) -> Iterator[str]:
         close = getattr(chunks, "close", None)
         if close is not None:
             close()
+
+
+class ChatCompletionsProvider(LLMProvider):
+    """The shape GLM and OpenAI-compatible providers share: a chat-completions endpoint
+    reached with a key and a base URL. Subclasses say how to ask for JSON and call the SDK."""
+
+    def __init__(
+        self, profile: str, *, model: str, base_url: str, api_key: str, http_client: Any = None
+    ) -> None:
+        self.profile = profile
+        self.model_name = model
+        self.base_url = base_url
+        self._api_key = api_key
+        self._http_client = http_client
+
+    def __repr__(self) -> str:  # never the key
+        return f"{type(self).__name__}({self.profile!r}, {self.model_name!r}, {self.base_url!r})"
+
+    def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
+        return self._generate(messages, options, {})
+
+    def _generate(
+        self, messages: list[ChatMessage], options: CallOptions, extra: dict[str, Any]
+    ) -> Iterator[str]:
+        raise NotImplementedError
