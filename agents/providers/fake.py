@@ -17,7 +17,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -99,35 +99,30 @@ class FakeProvider(LLMProvider):
     # -- the provider interface --------------------------------------------------------------
 
     def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
-        reply = self._next()
-        prompt = _prompt_text(messages)
-        if reply is None:
-            text = default_text(prompt)
-        elif isinstance(reply, BaseException):
-            raise reply
-        elif isinstance(reply, FailAfter):
-            yield from self._play(reply.text, prompt, options, fail=reply)
-            return
-        else:
-            text = reply if isinstance(reply, str) else _as_json(reply)
-        yield from self._play(text, prompt, options)
+        return self._reply(messages, options, default_text)
 
     def stream_structured(
         self, messages: list[ChatMessage], schema: type[T], options: CallOptions
     ) -> Iterator[str]:
+        return self._reply(
+            messages, options, lambda prompt: default_structured(schema, prompt).model_dump_json()
+        )
+
+    def _reply(
+        self, messages: list[ChatMessage], options: CallOptions, default: Callable[[str], str]
+    ) -> Iterator[str]:
         reply = self._next()
         prompt = _prompt_text(messages)
         if reply is None:
-            text = default_structured(schema, prompt).model_dump_json()
+            yield from self._play(default(prompt), prompt, options)
         elif isinstance(reply, BaseException):
             raise reply
         elif isinstance(reply, FailAfter):
             yield from self._play(reply.text, prompt, options, fail=reply)
-            return
         else:
             # A scripted str is streamed as is, so a test can feed invalid JSON on purpose.
             text = reply if isinstance(reply, str) else _as_json(reply)
-        yield from self._play(text, prompt, options)
+            yield from self._play(text, prompt, options)
 
     def _play(
         self, text: str, prompt: str, options: CallOptions, fail: FailAfter | None = None
