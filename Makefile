@@ -1,4 +1,4 @@
-.PHONY: run test setup scaled bench-scaleout bench-retrieval bench-llm
+.PHONY: run test setup scaled bench-scaleout bench-retrieval bench-llm bench-fuzz bench-hostile bench-grounding
 
 # Set everything up and serve the app on http://127.0.0.1:8000 (embedded defaults, no keys).
 run:
@@ -25,9 +25,29 @@ bench-scaleout:
 bench-retrieval:
 	.venv/bin/python bench/retrieval/swe_dev.py --naive-max-mb 2
 	.venv/bin/python bench/retrieval/indexing.py
+	.venv/bin/python bench/retrieval/encoder.py
 	.venv/bin/python bench/retrieval/latency.py
 	.venv/bin/python bench/retrieval/vietnamese.py
 
-# The local model through our provider vs raw llama_cpp on the same prompt.
+# The local model: our provider vs raw xllamacpp, follow-up turn cold vs warm, two generations
+# at once vs one; then page latency while it generates. Results: bench/RESULTS-llm.md.
 bench-llm:
 	.venv/bin/python bench/llm_local.py
+	.venv/bin/python bench/llm_web_latency.py
+
+# 10,000+ hostile inputs to every upload parser and 10,000+ malformed websocket frames: crashes
+# counted (0 expected), memory checked.
+bench-fuzz:
+	.venv/bin/python bench/fuzz/parsers.py --inputs 10000
+	.venv/bin/python bench/fuzz/websocket.py --frames 10000
+
+# Other users' page latency while an anonymous client posts 100 MB bodies.
+bench-hostile:
+	.venv/bin/python bench/hostile_post.py
+
+# Planning sessions on the local model, grounded or not: gold file in the plan, invented paths,
+# steps citing real path:line, calls/tokens/time; investigation off vs on, 12 swe-dev instances.
+# Packs: bash ../shared/bench/swe-dev/build_corpus.sh OUT (OUT outside this git checkout: Repomix
+# honours its .gitignore, which lists var/) and link OUT to var/swe-dev.
+bench-grounding:
+	nice -n 5 .venv/bin/python bench/grounding.py

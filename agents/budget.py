@@ -1,22 +1,28 @@
-"""A session's budget of LLM calls and tokens. Every call is charged before it is made, its
-tokens after; when either runs out the agents hand the floor to the human."""
+"""A session's budget of LLM calls, tokens and time. Every call is charged before it is made,
+its tokens after; when either runs out the agents hand the floor to the human. Time is limited
+twice: each call (PLANAGENTS_LLM_CALL_TIME_LIMIT) and each run of the agents, from the human
+handing them the floor until it comes back (PLANAGENTS_SESSION_TIME_LIMIT). A call past either
+is stopped like a human Stop, keeps what it wrote, and the human gets the floor."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from django.conf import settings
 from django.db.models import F, Q
 
-from agents.errors import BudgetSpent
+from agents.errors import BudgetSpent, TurnFailed
 from agents.providers.base import Usage
-from agents.providers.remote import env_float
 from conversations.models import PlanningSession
+from conversations.store import publish_state
 
 
 def budget_defaults() -> tuple[int, int]:
     """(calls, tokens) a new session may spend before the human is asked; 0 means no limit."""
-    return (
-        int(env_float("PLANAGENTS_SESSION_CALL_BUDGET", 200)),
-        int(env_float("PLANAGENTS_SESSION_TOKEN_BUDGET", 500_000)),
-    )
+    return settings.PLANAGENTS_SESSION_CALL_BUDGET, settings.PLANAGENTS_SESSION_TOKEN_BUDGET
 
 
 def charge_call(session_id: int) -> None:
@@ -30,12 +36,19 @@ def charge_call(session_id: int) -> None:
     if not charged:
         session = PlanningSession.objects.get(pk=session_id)
         raise BudgetSpent(budget_message(session))
+    _usage_changed(session_id)
 
 
 def charge_tokens(session_id: int, usage: Usage) -> None:
     spent = usage.prompt_tokens + usage.completion_tokens
     if spent:
         PlanningSession.objects.filter(pk=session_id).update(tokens_used=F("tokens_used") + spent)
+
+
+def _usage_changed(session_id: int) -> None:
+    # The page's "N of M LLM calls" follows every call, not only reconnects.
+
+    publish_state(session_id)
 
 
 def budget_message(session: PlanningSession) -> str:
@@ -60,3 +73,88 @@ def budget_spent(session: PlanningSession) -> bool:
         (session.call_budget and session.calls_used >= session.call_budget)
         or (session.token_budget and session.tokens_used >= session.token_budget)
     )
+
+
+# ---------------------------------------------------------------- time
+
+
+class TimeLimitReached(TurnFailed):
+    """A call, or the agents' run, took longer than its limit; what was written is kept."""
+
+
+# The deadline of the run in progress, per session. A run is one job in one process (the
+# in-process lock, or the Celery lease, keeps a second away), so process memory is the place.
+_run_deadlines: dict[int, float] = {}
+_deadlines_lock = threading.Lock()
+
+
+@contextmanager
+def session_clock(session_id: int) -> Iterator[None]:
+    """Time one run of the agents against PLANAGENTS_SESSION_TIME_LIMIT. Continue starts a new
+    run, with a new clock: the human chose to give the agents more time."""
+    limit = float(settings.PLANAGENTS_SESSION_TIME_LIMIT)
+    with _deadlines_lock:
+        if limit > 0:
+            _run_deadlines[session_id] = time.monotonic() + limit
+    try:
+        yield
+    finally:
+        with _deadlines_lock:
+            _run_deadlines.pop(session_id, None)
+
+
+def session_time_message() -> str:
+    return (
+        f"the agents worked for the longest one run may take "
+        f"({_seconds(settings.PLANAGENTS_SESSION_TIME_LIMIT)}, PLANAGENTS_SESSION_TIME_LIMIT); "
+        "what they wrote is kept, and Continue gives them another run"
+    )
+
+
+def call_time_message(profile: str) -> str:
+    return (
+        f"the model ({profile}) took longer than one call may take "
+        f"({_seconds(settings.PLANAGENTS_LLM_CALL_TIME_LIMIT)}, PLANAGENTS_LLM_CALL_TIME_LIMIT); "
+        "what it wrote is kept"
+    )
+
+
+def check_session_time(session_id: int) -> None:
+    """Refuse to start a call once the run's time is up."""
+    with _deadlines_lock:
+        deadline = _run_deadlines.get(session_id)
+    if deadline is not None and time.monotonic() >= deadline:
+        raise TimeLimitReached(session_time_message())
+
+
+def _seconds(value: float) -> str:
+    return f"{value:,.0f} s" if value >= 1 else f"{value:g} s"
+
+
+class CallClock:
+    """The time limit of one call, polled as the call's should_stop: providers poll it between
+    pieces and while they wait, so it stops a call the way the human's Stop does, whatever the
+    backend. `own` is the caller's stop check, still honoured."""
+
+    def __init__(self, session_id: int, profile: str, own: Callable[[], bool] | None) -> None:
+        self.session_id, self.profile, self.own = session_id, profile, own
+        limit = float(settings.PLANAGENTS_LLM_CALL_TIME_LIMIT)
+        self.deadline = time.monotonic() + limit if limit > 0 else None
+        self.hit = False
+        self.message = ""
+
+    def passed(self) -> bool:
+        """Whether the call's own limit, or the run's (looked up afresh: a dict read), passed."""
+        if self.hit:
+            return True
+        now = time.monotonic()
+        with _deadlines_lock:
+            run = _run_deadlines.get(self.session_id)
+        if self.deadline is not None and now >= self.deadline:
+            self.hit, self.message = True, call_time_message(self.profile)
+        elif run is not None and now >= run:
+            self.hit, self.message = True, session_time_message()
+        return self.hit
+
+    def should_stop(self) -> bool:
+        return self.passed() or bool(self.own and self.own())

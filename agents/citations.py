@@ -3,41 +3,199 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
+from agents.echoes import placeholders
 from rag.models import Codebase, CodeFile
-
-# A path with at least one dot-extension, then :line or :start-end.
-_CITATION = re.compile(r"(?<![\w/.-])([\w./-]+\.[A-Za-z0-9]+):(\d+)(?:-(\d+))?")
+from rag.parsers.listing import LINE_WARNINGS
+from rag.paths import CITATION, FileSet, find_citations, parse_citation
 
 
 @dataclass(frozen=True)
 class Citation:
     path: str
+    """The codebase's spelling of the file when it has it, else the path as written."""
     start: int
     end: int
     exists: bool
+    """The file is in the codebase and the first cited line is in the file."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
 def extract_citations(codebase: Codebase, text: str) -> list[Citation]:
-    """Every distinct path:line in `text`, marked with whether that file and line exist."""
-    found: dict[tuple[str, int, int], None] = {}
-    for match in _CITATION.finditer(text):
-        path = match.group(1).lstrip("./")
-        start = int(match.group(2))
-        end = int(match.group(3) or start)
-        found[(path, start, max(start, end))] = None
-    if not found:
+    """Every distinct citation in `text`, marked with whether that file and line exist.
+
+    Paths resolve as everywhere else (rag.paths): `TODO/API.py:3` and `api.py#L3` cite
+    `todo/api.py` when that is the one file they can mean.
+    """
+    cited = find_citations(text)
+    if not cited:
         return []
-    line_counts = dict(
-        CodeFile.objects.filter(codebase=codebase, path__in={p for p, _, _ in found}).values_list(
-            "path", "line_count"
-        )
-    )
-    return [
-        Citation(path, start, end, path in line_counts and 1 <= start <= line_counts[path])
-        for path, start, end in found
+    files = CodeFile.objects.filter(codebase=codebase)
+    written = {c.path for c in cited}
+    lines = dict(files.filter(path__in=written).values_list("path", "line_count"))
+    real: dict[str, str | None] = {path: path for path in lines}
+    if len(real) < len(written):  # some are spelled differently: resolve them
+        known = FileSet(files.values_list("path", flat=True))
+        real.update({path: known.resolve(path).path for path in written - real.keys()})
+        more = {path for path in real.values() if path is not None and path not in lines}
+        lines.update(files.filter(path__in=more).values_list("path", "line_count"))
+    found: dict[tuple[str, int, int], bool] = {}
+    for c in cited:
+        path = real[c.path]
+        key = (path or c.path, c.start, c.end)
+        found[key] = path is not None and c.start <= lines[path]
+    return [Citation(path, start, end, exists) for (path, start, end), exists in found.items()]
+
+
+def line_note(codebase: Codebase) -> str:
+    """The codebase's warning that cited line numbers are not its repository's (a pack made
+    with `--compress`, `--remove-comments` or `--remove-empty-lines`); "" when they are."""
+    warnings = codebase.warnings if isinstance(codebase.warnings, list) else []
+    for warning in LINE_WARNINGS:
+        if any(isinstance(w, str) and warning in w for w in warnings):
+            return warning
+    return ""
+
+
+# ------------------------------------------------------------------ steps grounded in sources
+
+
+@dataclass(frozen=True)
+class Source:
+    """Lines of code the agents were shown: an evidence item or a retrieved chunk."""
+
+    path: str
+    start: int
+    end: int
+    label: str = ""
+    """The evidence's [E#] label; "" for a retrieved chunk."""
+    text: str = field(default="", compare=False, repr=False)
+    """The lines themselves, to tell which source a step is about."""
+
+    def holds(self, path: str, line: int) -> bool:
+        return path == self.path and self.start <= line <= self.end
+
+    def cite(self) -> str:
+        where = f"`{self.path}:{self.start}-{self.end}`"
+        return f"{where} [{self.label}]" if self.label else where
+
+
+def sources_of(evidence: Iterable[Any], hits: Iterable[Any]) -> list[Source]:
+    """What a plan may cite: the found evidence (with its [E#]) first, then retrieval's hits."""
+    found = [
+        Source(e.path, e.start, max(e.end, e.start), e.label, e.text)
+        for e in sorted(evidence, key=lambda e: e.number)
+        if e.found and e.path and e.start > 0
     ]
+    retrieved = [
+        Source(h.path, h.start_line, h.end_line, text=h.text) for h in hits if h.start_line > 0
+    ]
+    return found + retrieved
+
+
+def ground_steps(data: dict[str, Any], sources: list[Source], paths: FileSet) -> dict[str, Any]:
+    """`data` (a proposal or plan) whose steps cite only lines the agents were shown.
+
+    A small model writes line numbers it never saw (or the literal `path:line`): a citation no
+    source holds loses its line number and keeps the path. A step left citing nothing gets a
+    source in one of its files (or a file its detail names, or else one of the plan's files):
+    the one whose lines name most of the code the step names (`share`, `Nominal.tick`), else
+    the first; that file joins the step's files. Steps no source fits stay uncited."""
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not sources:
+        return data
+    plan_files = [str(f.get("path", "")) for f in data.get("files") or [] if isinstance(f, dict)]
+    grounded = [
+        _ground_step(s, sources, paths, plan_files) if isinstance(s, dict) else s for s in steps
+    ]
+    return {**data, "steps": grounded}
+
+
+def _ground_step(
+    step: dict[str, Any], sources: list[Source], paths: FileSet, plan_files: list[str]
+) -> dict[str, Any]:
+    # A detail cut off by its length limit while copying an earlier grounded step ends in
+    # "(see `path" with no line: that fragment goes, the step is cited afresh below.
+    detail = _CUT_CITE.sub("", str(step.get("detail") or "")).rstrip()
+    kept, out, last = 0, [], 0
+    for match in CITATION.finditer(detail):
+        cited = parse_citation(detail[match.start(1) : match.end()])
+        real = paths.resolve(cited.path).path if cited else None
+        if (
+            cited is not None
+            and real is not None
+            and any(s.holds(real, cited.start) for s in sources)
+        ):
+            kept += 1
+            continue
+        # Keep the path as written, drop the line number no source holds.
+        out += [detail[last : match.end(1)]]
+        last = match.end()
+    detail = "".join([*out, detail[last:]])
+    files = [f for f in step.get("files") or [] if isinstance(f, str)]
+    written = placeholders(detail)  # the literal `path:line` of the instructions
+    if kept:
+        return {**step, "detail": _without(detail, written, "")}
+    wanted = [*files, *_named(detail, paths), *plan_files]
+    resolved = [p for p in (paths.resolve(w).path for w in wanted) if p]
+    source = _best_source(f"{step.get('title', '')} {detail}", dict.fromkeys(resolved), sources)
+    if source is None:
+        return {**step, "detail": _without(detail, written, "")}
+    if written:  # the citation goes where the model wrote its placeholder
+        detail = _without(detail, written, source.cite())
+    else:
+        detail = f"{detail.rstrip()} (see {source.cite()})".strip()
+    if source.path not in resolved[: len(files)]:
+        files = [*files, source.path]
+    return {**step, "detail": detail, "files": files}
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]{1,120})`")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*+")
+
+
+def _best_source(step: str, paths: Iterable[str], sources: list[Source]) -> Source | None:
+    """Of the sources in `paths` (in that order of preference), the one whose lines name the
+    most identifiers the step puts in code spans; the first one when none names any."""
+    named = {
+        word
+        for span in _CODE_SPAN.findall(step)
+        if "/" not in span  # a path, not code
+        for word in _IDENTIFIER.findall(span)
+        if len(word) > 2
+    }
+    best: tuple[int, int] | None = None
+    chosen: Source | None = None
+    for order, path in enumerate(paths):
+        for source in sources:
+            if source.path != path:
+                continue
+            found = set(_IDENTIFIER.findall(source.text)) if named else set()
+            score = (len(named & found), -order)
+            if best is None or score > best:
+                best, chosen = score, source
+    return chosen
+
+
+_CUT_CITE = re.compile(r"\(see `[^`)]*`?$")
+
+
+def _without(detail: str, written: list[str], first: str) -> str:
+    """`detail` with its placeholders gone, the first one replaced by `first`."""
+    for placeholder in written:
+        quoted = f"`{placeholder}`"
+        spelled = quoted if quoted in detail else placeholder
+        detail = detail.replace(spelled, first, 1).replace(quoted, "").replace(placeholder, "")
+        first = ""
+    return " ".join(detail.split())
+
+
+def _named(text: str, paths: FileSet) -> list[str]:
+    """The codebase's files `text` names without a line number."""
+    words = (w.strip("`'\"()[],.;:") for w in text.split())
+    return [w for w in words if ("/" in w or "." in w) and paths.resolve(w).path]

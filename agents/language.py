@@ -1,32 +1,12 @@
-"""Tell Vietnamese from English in a task, without a model."""
+"""The language a task is written in, without a model: Vietnamese (with or without its
+diacritics) or English. One detector serves the whole app: rag.vietnamese.is_vietnamese, which
+also decides when retrieval bridges a query to English."""
 
-import re
+from rag.vietnamese import is_vietnamese
 
-# Letters that occur in Vietnamese and (almost) never in English text.
-_VI_LETTERS = re.compile(r"[ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹ]", re.IGNORECASE)
-_VI_WORDS = {
-    "và",
-    "của",
-    "cho",
-    "không",
-    "là",
-    "một",
-    "các",
-    "những",
-    "được",
-    "trong",
-    "sửa",
-    "lỗi",
-}
+LANGUAGE_NAMES = {"en": "English", "vi": "Vietnamese"}
 
 
 def detect_language(text: str) -> str:
     """Return "vi" for Vietnamese, "en" otherwise."""
-    letters = len(_VI_LETTERS.findall(text))
-    words = {w.lower() for w in re.findall(r"\w+", text)}
-    if letters >= 2 or len(words & _VI_WORDS) >= 2:
-        return "vi"
-    return "en"
-
-
-LANGUAGE_NAMES = {"en": "English", "vi": "Vietnamese"}
+    return "vi" if is_vietnamese(text) else "en"

@@ -5,36 +5,63 @@ same function serves the live stream and the final document."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
+from django.db import IntegrityError, transaction
+
+from agents import plan_rules
+from agents.citations import extract_citations, line_note
+from agents.decision_log import evidence_in
+from conversations.models import Plan, PlanningSession
 from rag.models import Codebase, CodeFile
-
-_LINE_SUFFIX = re.compile(r":\d+(?:-\d+)?$")
-
-
-def codebase_paths(codebase: Codebase) -> set[str]:
-    return set(CodeFile.objects.filter(codebase=codebase).values_list("path", flat=True))
+from rag.paths import FileSet, InvalidPath, clean, escape, tidy
 
 
-def normalize_path(path: str) -> str:
-    """A path as the codebase spells it: no quotes, ./ or leading /, and no :line suffix."""
-    path = (path or "").strip().strip("`'\"").replace("\\", "/")
-    path = _LINE_SUFFIX.sub("", path)
-    while path.startswith("./"):
-        path = path[2:]
-    return path.lstrip("/")
+def codebase_paths(codebase: Codebase) -> FileSet:
+    """The codebase's files, to check a plan's paths against, and what its line numbers mean."""
+    paths = CodeFile.objects.filter(codebase=codebase).values_list("path", flat=True)
+    return FileSet(paths, line_note=line_note(codebase))
 
 
-def file_status(path: str, action: str, paths: set[str]) -> str:
-    """exists / new / missing: what a plan's file entry amounts to in this codebase."""
-    exists = normalize_path(path) in paths
+@dataclass(frozen=True)
+class FileCheck:
+    """What one file entry of a plan amounts to in the codebase."""
+
+    path: str
+    """The codebase's spelling when the file is there; else the path as written, cleaned
+    (escaped when it is invalid, so it never holds a line break or a control character)."""
+    status: str
+    """exists, new (to be created), missing, or invalid (no file can have that path)."""
+    written: str = ""
+    """The path as the model wrote it when it was found under another spelling (letter case,
+    leading folders left out), for the reader to see what was matched."""
+    reason: str = ""
+    """Why an invalid path is invalid."""
+
+
+def check_file(path: str, action: str, paths: FileSet) -> FileCheck:
+    """Resolve a model-written path (rag.paths: exact, letter case, unique tail) and say what
+    the entry amounts to. A file to create is "exists" only when that very path is taken."""
+    found = paths.resolve(path)
+    if found.how == "invalid":
+        return FileCheck(found.written, "invalid", reason=found.reason)
     if action == "create":
-        return "exists" if exists else "new"
-    return "exists" if exists else "missing"
+        if found.how in ("exact", "case"):
+            return FileCheck(found.path or found.written, "exists")
+        return FileCheck(found.written, "new")
+    if found.path is None:
+        return FileCheck(found.written, "missing")
+    return FileCheck(found.path, "exists", found.written if found.how != "exact" else "")
 
 
-_STATUS_LABEL = {"exists": "exists", "new": "new file", "missing": "**NOT IN THE CODEBASE**"}
+_STATUS_LABEL = {
+    "exists": "exists",
+    "new": "new file",
+    "missing": "**NOT IN THE CODEBASE**",
+    "invalid": "**INVALID PATH**",
+}
 
 
 def _items(data: dict[str, Any], key: str) -> list[Any]:
@@ -43,40 +70,91 @@ def _items(data: dict[str, Any], key: str) -> list[Any]:
 
 
 def _text(value: Any) -> str:
-    return value.strip() if isinstance(value, str) else ""
+    """A model-written string on one line: a line break in it could start a block of its own
+    (a heading, a table row) in the document we are rendering."""
+    return " ".join(value.split()) if isinstance(value, str) else ""
+
+
+def code_span(text: str) -> str:
+    """`text` as an inline code span, whatever backticks it holds."""
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _cell(text: str) -> str:
+    """Text for one cell of a table row: one line, and no pipe that could end the cell."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _key(path: str) -> str:
+    try:
+        return clean(path)
+    except InvalidPath:
+        return escape(tidy(path))
 
 
 def unique_files(files: list[Any]) -> list[dict[str, Any]]:
-    """File entries with a path, one per normalised path (models like to repeat themselves)."""
+    """File entries with a path, one per cleaned path (models like to repeat themselves)."""
     seen: set[str] = set()
     unique: list[dict[str, Any]] = []
     for entry in files:
         if not isinstance(entry, dict) or not _text(entry.get("path")):
             continue
-        path = normalize_path(entry["path"])
-        if path in seen:
-            continue
-        seen.add(path)
-        unique.append({**entry, "path": path})
+        key = _key(entry["path"])
+        if key not in seen:
+            seen.add(key)
+            unique.append(entry)
     return unique
 
 
-def _files_table(files: list[Any], paths: set[str], *, complete: bool) -> list[str]:
+def with_step_files(data: dict[str, Any], paths: FileSet) -> dict[str, Any]:
+    """`data` (a proposal or plan) whose Files table lists every existing file its steps say
+    they touch: a small model names `plot.py` in a step and leaves it out of Files, where the
+    reviewer, the path check, the impact map and the exports look."""
+    files = [f for f in data.get("files") or [] if isinstance(f, dict)]
+    listed = {paths.resolve(str(f.get("path", ""))).path or str(f.get("path", "")) for f in files}
+    added = []
+    for number, step in enumerate(data.get("steps") or [], start=1):
+        if not isinstance(step, dict):
+            continue
+        for written in step.get("files") or []:
+            path = paths.resolve(str(written)).path if isinstance(written, str) else None
+            if path and path not in listed:
+                listed.add(path)
+                title = _text(step.get("title")) or "its change"
+                added.append(
+                    {"path": path, "action": "modify", "reason": f"Step {number}: {title}"}
+                )
+    return {**data, "files": [*files, *added]} if added else data
+
+
+def _files_table(files: list[Any], paths: FileSet, *, complete: bool) -> list[str]:
     # No trailing pipes (GFM does not need them), so a row only ever grows at its end while
     # the model is still writing its reason: the live stream can append instead of redraw.
+    # Every cell is escaped: a path or reason holding "|", "`" or a line break must not be
+    # able to end its cell or its row (and so forge a row saying some file exists).
     rows = ["| File | Change | Status | Why", "|---|---|---|---"]
     for entry in unique_files(files):
         if not complete and "reason" not in entry:
             continue  # the path or action may still be growing
-        path = normalize_path(entry["path"])
         action = _text(entry.get("action")) or "modify"
-        status = _STATUS_LABEL[file_status(path, action, paths)]
-        reason = _text(entry.get("reason")).replace("|", "\\|").replace("\n", " ")
-        rows.append(f"| `{path}` | {action} | {status} | {reason}")
+        checked = check_file(entry["path"], action, paths)
+        status = _STATUS_LABEL[checked.status]
+        # A stored version's paths are the codebase's spelling already: it kept what was written.
+        written = checked.written or _text(entry.get("written"))
+        if written and written != checked.path:
+            status += f" (written {code_span(written)})"
+        cells = [code_span(checked.path), action, status, _text(entry.get("reason"))]
+        rows.append("| " + " | ".join(_cell(cell) for cell in cells))
     return rows if len(rows) > 2 else []
 
 
-def _steps(steps: list[Any], *, complete: bool) -> list[str]:
+def _steps(steps: list[Any], paths: FileSet, *, complete: bool) -> list[str]:
     lines: list[str] = []
     for number, step in enumerate(steps, 1):
         if not isinstance(step, dict) or (not complete and "detail" not in step):
@@ -85,15 +163,23 @@ def _steps(steps: list[Any], *, complete: bool) -> list[str]:
         detail = _text(step.get("detail"))
         lines.append(f"{number}. **{title}**" + (f" — {detail}" if detail else ""))
         last = number == len(steps)
-        files = [normalize_path(f) for f in _items(step, "files") if _looks_like_path(f)]
+        files = _step_files(_items(step, "files"), paths)
         if files and (complete or not last):
-            lines.append("   Files: " + ", ".join(f"`{f}`" for f in files))
+            lines.append("   Files: " + ", ".join(code_span(f) for f in files))
     return lines
 
 
-def _looks_like_path(value: Any) -> bool:
-    # Small models sometimes write the word "path" where a path belongs.
-    return isinstance(value, str) and ("/" in value or "." in value) and " " not in value.strip()
+def _step_files(written: list[Any], paths: FileSet) -> list[str]:
+    """A step's paths as the codebase spells them; invalid ones are left out (a step's list is
+    a pointer, the Files table is where every path is judged)."""
+    shown: list[str] = []
+    for value in written:
+        # Small models sometimes write the word "path" where a path belongs.
+        if isinstance(value, str) and ("/" in value or "." in value) and " " not in value.strip():
+            found = paths.resolve(value)
+            if found.how != "invalid":
+                shown.append(found.path or found.written)
+    return list(dict.fromkeys(shown))
 
 
 def _bullets(data: dict[str, Any], key: str, heading: str) -> list[str]:
@@ -102,32 +188,90 @@ def _bullets(data: dict[str, Any], key: str, heading: str) -> list[str]:
     return [f"## {heading}", "", *items, ""] if items else []
 
 
-def render_proposal(data: dict[str, Any], paths: set[str], *, complete: bool = True) -> str:
+DECISION_HEAD = [
+    "| Decision | Agent A proposed | Agent B objected | Resolved | By | Evidence",
+    "|---|---|---|---|---|---",
+]
+
+
+def _evidence_cell(labels: list[Any]) -> str:
+    shown = [
+        label if label.startswith("[") else code_span(label)
+        for label in labels
+        if isinstance(label, str) and label
+    ]
+    return ", ".join(shown) or "—"
+
+
+def _decisions(data: dict[str, Any], *, complete: bool) -> list[str]:
+    """The Decisions table: the plan's decisions (Agent A's, or a human's where they edited
+    them), then the disagreement behind the plan (agents.decision_log: objections with their
+    verdicts, the human's change requests). While the JSON streams, a decision is shown once
+    the next one has started, so the table only grows by whole rows."""
+    texts = [t for t in dict.fromkeys(_text(i) for i in _items(data, "decisions")) if t]
+    if not complete:
+        texts = texts[:-1]
+    authors = data.get("decision_authors")
+    authors = authors if isinstance(authors, dict) else {}
+    rows: list[list[str]] = []
+    for text in texts:
+        by = _text(authors.get(text)) or "Agent A"
+        rows.append([text, "—", "none raised", "kept", by, _evidence_cell(evidence_in(text))])
+    for row in _items(data, "decision_log"):
+        if not isinstance(row, dict):
+            continue
+        evidence = row.get("evidence")
+        rows.append(
+            [
+                _text(row.get(key)) or "—"
+                for key in ("decision", "proposed", "objection", "resolution", "by")
+            ]
+            + [_evidence_cell(evidence if isinstance(evidence, list) else [])]
+        )
+    if not rows:
+        return []
+    return [*DECISION_HEAD, *("| " + " | ".join(_cell(c) for c in row) for row in rows)]
+
+
+def _file_set(paths: Collection[str]) -> FileSet:
+    return paths if isinstance(paths, FileSet) else FileSet(paths)
+
+
+def render_proposal(data: dict[str, Any], paths: Collection[str], *, complete: bool = True) -> str:
     """Sections in the order the JSON is written, so the live rendering only grows."""
+    files = _file_set(paths)
     out: list[str] = []
     if _text(data.get("summary")):
         out += ["**Proposal.** " + _text(data["summary"]), ""]
-    steps = _steps(_items(data, "steps"), complete=complete or "files" in data)
+    steps = _steps(_items(data, "steps"), files, complete=complete or "files" in data)
     if steps:
         out += ["**Steps**", "", *steps, ""]
-    table = _files_table(_items(data, "files"), paths, complete=complete)
+    table = _files_table(_items(data, "files"), files, complete=complete)
     if table:
         out += ["**Files**", "", *table]
     return "\n".join(out).strip()
 
 
 def render_plan(
-    data: dict[str, Any], paths: set[str], *, title: str = "", complete: bool = True
+    data: dict[str, Any], paths: Collection[str], *, title: str = "", complete: bool = True
 ) -> str:
-    """The plan document; sections in the order the JSON is written (see render_proposal)."""
-    out: list[str] = [f"# Plan: {title}" if title else "# Plan", ""]
+    """The plan document; sections in the order the JSON is written (see render_proposal).
+
+    When the codebase's line numbers are not the repository's (a compressed pack), the plan
+    says so under its title, where every reader of its `path:line` citations passes."""
+    files = _file_set(paths)
+    out: list[str] = [f"# Plan: {_text(title)}" if _text(title) else "# Plan", ""]
+    if files.line_note:
+        out += [f"> **Line numbers.** {files.line_note}", ""]
     if _text(data.get("summary")):
         out += ["## Summary", "", _text(data["summary"]), ""]
-    out += _bullets(data, "decisions", "Decisions")
-    steps = _steps(_items(data, "steps"), complete=complete or "files" in data)
+    decisions = _decisions(data, complete=complete or "steps" in data)
+    if decisions:
+        out += ["## Decisions", "", *decisions, ""]
+    steps = _steps(_items(data, "steps"), files, complete=complete or "files" in data)
     if steps:
         out += ["## Steps", "", *steps, ""]
-    table = _files_table(_items(data, "files"), paths, complete=complete or "testing" in data)
+    table = _files_table(_items(data, "files"), files, complete=complete or "testing" in data)
     if table:
         out += ["## Files", "", *table, ""]
     out += _bullets(data, "testing", "Testing")
@@ -141,17 +285,70 @@ def render_plan(
             f"**{_text(effort['size'])}**" + (f" — {estimate}" if estimate else ""),
             "",
         ]
+    rules = plan_rules.markdown(data)  # kept by every later version of the plan
+    if rules:
+        out += [rules, ""]
     text = "\n".join(out).strip()
     return text + "\n" if complete else text  # no trailing newline while growing
 
 
-def annotate_files(data: dict[str, Any], paths: set[str]) -> dict[str, Any]:
-    """The plan's data with each file entry's path normalised and its status recorded."""
-    files = [
-        {
-            **entry,
-            "status": file_status(entry["path"], _text(entry.get("action")) or "modify", paths),
-        }
-        for entry in unique_files(_items(data, "files"))
-    ]
-    return {**data, "files": files}
+def annotate_files(data: dict[str, Any], paths: Collection[str]) -> dict[str, Any]:
+    """The plan's data with each file entry's path as the codebase spells it (or cleaned, or
+    escaped when invalid), its status, and the path as written when it was matched otherwise."""
+    files = _file_set(paths)
+    annotated = []
+    for entry in unique_files(_items(data, "files")):
+        checked = check_file(entry["path"], _text(entry.get("action")) or "modify", files)
+        extra = {"written": checked.written} if checked.written else {}
+        annotated.append({**entry, "path": checked.path, "status": checked.status, **extra})
+    return {**data, "files": annotated}
+
+
+def build_version(
+    data: dict[str, Any], codebase: Codebase, *, title: str
+) -> tuple[str, dict[str, Any]]:
+    """A plan version from its data: the markdown rendered from it and the data with every
+    file path checked and the citations of the document re-checked. Every version goes
+    through here (the agents' finalize, a human's edit, a regenerated section), so no version
+    keeps a path status or citation judged against another text."""
+    paths = codebase_paths(codebase)
+    markdown = render_plan(data, paths, title=title)
+    structured = annotate_files(data, paths)
+    structured["citations"] = [c.as_dict() for c in extract_citations(codebase, markdown)]
+    return markdown, structured
+
+
+def append_version(
+    session: PlanningSession,
+    markdown: str,
+    structured: dict[str, Any],
+    *,
+    note: str,
+    kind: str = Plan.Author.AGENT,
+    author: Any = None,
+    after: int | None = None,
+    approved: list[str] | None = None,
+) -> Plan:
+    """Save the session's next plan version. With `after`, the version must follow that one
+    (an edit of the latest version): when another version got there first, IntegrityError.
+    Without it (the agents' plans), the next free number, however many human edits or
+    regenerations came before."""
+    for _ in range(5):
+        latest = Plan.objects.filter(session=session).order_by("-version").first()
+        number = (after if after is not None else latest.version if latest else 0) + 1
+        try:
+            with transaction.atomic():
+                return Plan.objects.create(
+                    session=session,
+                    version=number,
+                    markdown=markdown,
+                    structured=structured,
+                    author_kind=kind,
+                    author=author,
+                    note=note[:1000],
+                    approved_sections=approved or [],
+                )
+        except IntegrityError:
+            if after is not None:
+                raise
+    raise IntegrityError(f"no free plan version for session {session.pk}")

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
+from agents.analysis import guidance
 from agents.language import LANGUAGE_NAMES
+from agents.providers.base import ChatMessage
 from rag.retrieval import Hit
 
 CODE_CONTEXT_CHARS = 4200
@@ -31,6 +34,15 @@ AGENT_B = (
 
 def language_rule(language: str) -> str:
     return f"Write your answer in {LANGUAGE_NAMES.get(language, 'English')}."
+
+
+def agent_system(role: str, task_analysis: dict[str, Any] | None, language: str) -> ChatMessage:
+    """An agent's system prompt: its role, what this kind of task asks of it (the task
+    analysis: a bug fix wants the cause and a failing test, a refactor unchanged behaviour…)
+    and the answer's language. The same for every turn of a session, so a prompt cache keeps
+    it."""
+    parts = [role, guidance(task_analysis or {}), language_rule(language)]
+    return ChatMessage("system", " ".join(p for p in parts if p))
 
 
 def code_context(hits: Iterable[Hit], budget: int = CODE_CONTEXT_CHARS) -> str:
@@ -65,3 +77,54 @@ def clip_transcript(lines: list[str], budget: int = TRANSCRIPT_CHARS) -> str:
         kept.append(line)
         used += len(line)
     return "\n\n".join(reversed(kept))
+
+
+TOOL_GUIDE = (
+    "Tools (read-only): search(query) finds code by meaning and words; find_symbol(name) "
+    "shows where a class or function is defined; find_references(name) lists where it is used; "
+    "read_file(path:start-end) reads at most 200 lines; outline(path) lists a file's "
+    "definitions; list_dir(path) lists a folder; related(path) gives a file's imports, "
+    "importers and tests. An argument `E1` means the file step E1 found."
+)
+
+
+def evidence_plan_prompt(task: str, profile_summary: str, max_steps: int, language: str) -> str:
+    """Agent A's first job: what to look up before proposing (one small, concrete call)."""
+    parts = [
+        "You are Agent A. Before proposing a change you look at the code. " + TOOL_GUIDE,
+        f"Codebase:\n{profile_summary}" if profile_summary else "",
+        f"Task: {task}",
+        f"Plan at most {max_steps} lookups as JSON. Look up the classes, functions and files "
+        "the task names first (find_symbol), then search for the behaviour it describes; "
+        "steps that need another step's file depend on it. next_action: synthesize when these "
+        "lookups will be enough, retrieve to plan one more round after seeing them, clarify "
+        "only when the task can mean two different changes and the code cannot tell which: "
+        "then question is the one thing to ask the human. " + language_rule(language),
+    ]
+    return "\n\n".join(p for p in parts if p)
+
+
+def replan_prompt(
+    task: str,
+    profile_summary: str,
+    found: list[str],
+    max_steps: int,
+    language: str,
+    *,
+    question: str = "",
+    answer: str = "",
+) -> str:
+    """The second round: what was found, what is missing, a few more lookups or none; with
+    the human's answer when Agent A asked them a question."""
+    parts = [
+        "You are Agent A, investigating the code before proposing a change. " + TOOL_GUIDE,
+        f"Codebase:\n{profile_summary}" if profile_summary else "",
+        f"Task: {task}",
+        f"You asked the human: {question}\nThe human answered: {answer}" if question else "",
+        "Found so far:\n" + "\n".join(found),
+        f"What is still missing to propose the change? Plan at most {max_steps} more lookups "
+        "as JSON, none repeating one above (read_file the definitions found, related for their "
+        "tests), or no steps with next_action synthesize if you have enough. "
+        + language_rule(language),
+    ]
+    return "\n\n".join(p for p in parts if p)

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from agents.providers.base import Usage
 from conversations.models import Message, PlanningSession
-from conversations.services import message_payload, next_seq
+from conversations.store import message_payload, next_seq
 from planagents.streaming import publish
 
 FLUSH_SECONDS = 0.075  # batch tokens into one channel-layer event about this often

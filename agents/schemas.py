@@ -3,9 +3,12 @@ model's output: a grammar for llama.cpp, response_format for remote providers)."
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from functools import lru_cache
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model, field_validator
+
+from rag.paths import InvalidPath, clean
 
 
 class TurnSignal(BaseModel):
@@ -71,3 +74,73 @@ class PlanDraft(BaseModel):
         description="What could go wrong and how to mitigate it.", max_length=5
     )
     effort: Effort
+
+
+# ------------------------------------------------------------------ files held to real paths
+
+
+class NewFile(BaseModel):
+    """A file the change creates: the one place a plan may name a path the codebase lacks."""
+
+    path: str = Field(description="Repository path of the new file.", max_length=200)
+    reason: str = Field(description="Why this file is needed.", max_length=200)
+
+    @field_validator("path")
+    @classmethod
+    def _usable(cls, value: str) -> str:
+        try:
+            return clean(value)
+        except InvalidPath as exc:
+            raise ValueError(f"not a usable path: it {exc.reason}") from None
+
+
+ExistingAction = Literal["modify", "delete"]
+
+
+@lru_cache(maxsize=32)
+def with_file_choices(
+    schema: type[Proposal] | type[PlanDraft], candidates: tuple[str, ...]
+) -> type[BaseModel]:
+    """`schema` whose existing files must be one of `candidates` (real paths, from the
+    evidence and retrieval): a JSON-schema enum, so the local model's grammar cannot write
+    another path. New files go in `new_files`. `merge_new_files` turns a reply back into the
+    plain schema's shape."""
+    choice = Literal.__getitem__(candidates)  # type: ignore[attr-defined]
+    existing = create_model(
+        "ExistingFileChange",
+        __base__=FileChange,
+        path=(choice, Field(description="One of the codebase's files.")),  # type: ignore[arg-type]
+        action=(ExistingAction, Field(description="What happens to the file.")),
+    )
+    new_max = 4
+    return create_model(
+        schema.__name__,
+        __base__=schema,
+        files=(
+            list[existing],  # type: ignore[valid-type]
+            Field(description="Every existing file the change touches.", max_length=8),
+        ),
+        new_files=(
+            list[NewFile],
+            Field(
+                default_factory=list,
+                description="Files the change creates (only if really new).",
+                max_length=new_max,
+            ),
+        ),
+    )
+
+
+def merge_new_files(data: dict[str, Any]) -> dict[str, Any]:
+    """A reply of a `with_file_choices` schema in the plain schema's shape (new files become
+    `create` entries of `files`)."""
+    if "new_files" not in data:
+        return data
+    merged = {k: v for k, v in data.items() if k != "new_files"}
+    created = [
+        {"path": f.get("path", ""), "action": "create", "reason": f.get("reason", "")}
+        for f in data.get("new_files") or []
+        if isinstance(f, dict)
+    ]
+    merged["files"] = [*(data.get("files") or []), *created]
+    return merged

@@ -1,27 +1,34 @@
 """Run one agent turn against a provider: stream free text, or stream a structured reply that
 is re-rendered as markdown while its JSON grows. Both persist through TurnStream.
 
-Every call goes through `_calls`: it charges the session's budget, retries a failed call with
-backoff and jitter while nothing has been streamed yet, and leaves later failures to the turn,
-which marks the message interrupted and finishes the turn on the session's fallback profile.
+A text reply that copies the message it answers, or writes out a placeholder from the
+instructions, is redone once with a correction appended to the prompt (agents.echoes); a redo
+no better than the first is kept, flagged on the page. Invalid JSON gets one repair call
+(agents.providers.base.structured_reply, the one repair path).
+
+Every call is made by agents.call_policy.call (budget, time limits, retries before the first
+token, trace); a turn whose call fails for good is marked interrupted here and, when the policy
+says so, finished on the session's fallback profile.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.db.models import Q
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from pydantic_core import from_json
 
-from agents.budget import charge_call, charge_tokens
+from agents import trace
+from agents.budget import TimeLimitReached, charge_tokens
+from agents.call_policy import call, fallback_for, falls_back
+from agents.echoes import check_reply
 from agents.errors import BudgetSpent, TurnCancelled, TurnFailed
-from agents.providers import estimate_cost, get_profile_info, get_provider
+from agents.providers import estimate_cost, get_provider
 from agents.providers.base import (
     CallOptions,
     ChatMessage,
@@ -29,14 +36,13 @@ from agents.providers.base import (
     InvalidStructuredOutput,
     LLMProvider,
     ProviderError,
-    ProviderUnavailable,
-    RetryableError,
-    parse_structured,
-    repair_messages,
+    structured_reply,
 )
-from agents.providers.remote import env_float, env_str
-from agents.runtime import SessionStopped, TurnStream, beat
+from agents.runtime import SessionStopped, TurnStream
 from conversations.models import Message, PlanningSession
+from conversations.progress import approx_tokens, heard_in, turn_progress
+from conversations.store import add_message
+from planagents.streaming import publish
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +50,12 @@ T = TypeVar("T", bound=BaseModel)
 
 STOP_CHECK_SECONDS = 0.5
 FALLBACK_SUFFIX = ":fallback"
+REPAIR_REASON = "its JSON did not fit the form asked for, so the model repairs it"
+REDO_REASONS = {
+    "echo": "it copied the message it answers",
+    "placeholder": "it wrote out a placeholder from the instructions",
+    "refusal": "it refused instead of answering",
+}
 
 
 @dataclass
@@ -56,73 +68,6 @@ class Agent:
 
 def agent_for(session: PlanningSession, letter: str) -> Agent:
     return Agent(letter, session.agent_a_profile if letter == "A" else session.agent_b_profile)
-
-
-# ---------------------------------------------------------------- resilience settings
-
-
-def retries() -> int:
-    return int(env_float("PLANAGENTS_LLM_RETRIES", 2))
-
-
-def backoff_seconds() -> float:
-    return env_float("PLANAGENTS_LLM_BACKOFF", 1.0)
-
-
-def retry_after_cap() -> float:
-    return env_float("PLANAGENTS_RETRY_AFTER_CAP", 30.0)
-
-
-def backoff_delay(attempt: int, retry_after: float | None) -> float:
-    """Seconds to wait before retry number `attempt` (0-based): the server's Retry-After when
-    it sent one, else exponential with jitter; capped either way so a turn never hangs."""
-    cap = retry_after_cap()
-    if retry_after is not None:
-        return min(retry_after, cap)
-    return min(cap, backoff_seconds() * 2**attempt) * random.uniform(0.5, 1.0)
-
-
-def sleep(seconds: float, should_stop: Callable[[], bool]) -> None:
-    """Wait, but give up at once when the human stops or cancels (tests replace this)."""
-    deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        if should_stop():
-            raise GenerationCancelled("Stopped while waiting to retry.")
-        time.sleep(min(left, 0.1))
-
-
-def default_fallback_profile() -> str:
-    return env_str("PLANAGENTS_FALLBACK_PROFILE", "local")
-
-
-# ---------------------------------------------------------------- calls
-
-
-def _calls(
-    session_id: int, start: Callable[[], Iterator[str]], should_stop: Callable[[], bool]
-) -> Iterator[str]:
-    """The pieces of one reply. A RetryableError before the first piece is retried; anything
-    after it is the caller's (the text already shown cannot be taken back)."""
-    attempt = 0
-    while True:
-        charge_call(session_id)
-        pieces = start()
-        try:
-            first = next(pieces)
-        except StopIteration:
-            return
-        except RetryableError as exc:
-            if attempt >= retries():
-                raise
-            delay = backoff_delay(attempt, exc.retry_after)
-            attempt += 1
-            log.info("retrying in %.1fs (attempt %d): %s", delay, attempt, exc)
-            beat(session_id)  # waiting is not dying: keep the stalled-session sweep away
-            sleep(delay, should_stop)
-            continue
-        yield first
-        yield from pieces
-        return
 
 
 def _never() -> bool:
@@ -148,6 +93,9 @@ def _stop_check(session_id: int) -> Callable[[], bool]:
     return should_stop
 
 
+# ---------------------------------------------------------------- replies outside a message
+
+
 def structured_call(
     session: PlanningSession,
     provider: LLMProvider,
@@ -157,28 +105,47 @@ def structured_call(
 ) -> T:
     """A structured reply outside any message (a debate signal): budget, retries, one repair."""
     should_stop = options.should_stop or _never
-    try:
-        text = "".join(
-            _calls(
+    traces: list[trace.CallTrace] = []
+
+    def complete(prompt: list[ChatMessage]) -> str:
+        return "".join(
+            call(
                 session.pk,
-                lambda: provider.stream_structured(messages, schema, options),
+                provider,
+                prompt,
+                options,
                 should_stop,
+                schema=schema,
+                purpose=schema.__name__,
+                traces=traces,
             )
         )
-        try:
-            return parse_structured(text, schema)
-        except InvalidStructuredOutput as exc:
-            retry = [*messages, *repair_messages(text, exc)]
-            text = "".join(
-                _calls(
-                    session.pk,
-                    lambda: provider.stream_structured(retry, schema, options),
-                    should_stop,
-                )
-            )
-            return parse_structured(text, schema)
+
+    try:
+        return repaired(messages, schema, complete, traces)
     finally:
         charge_tokens(session.pk, options.usage)
+
+
+def repaired(
+    messages: list[ChatMessage],
+    schema: type[T],
+    complete: Callable[[list[ChatMessage]], str],
+    traces: list[trace.CallTrace],
+) -> T:
+    """structured_reply, with the trace saying which replies were invalid JSON."""
+    calls = len(traces)
+
+    def traced(prompt: list[ChatMessage]) -> str:
+        if len(traces) > calls:  # the repair call: the previous reply did not validate
+            trace.relabel(traces[-1], trace.Outcome.REPAIRED, "invalid JSON, shown to the model")
+        return complete(prompt)
+
+    try:
+        return structured_reply(messages, schema, traced)
+    except InvalidStructuredOutput as exc:
+        trace.relabel(traces[-1] if traces else None, trace.Outcome.ERROR, exc.problems)
+        raise
 
 
 # ---------------------------------------------------------------- turns
@@ -195,18 +162,6 @@ def _finished(session_id: int, turn_key: str) -> Message | None:
         .order_by("-seq")
         .first()
     )
-
-
-def fallback_for(session: PlanningSession, agent: Agent) -> str | None:
-    """The profile that finishes a failed turn, or None when there is no usable other one."""
-    name = session.fallback_profile or default_fallback_profile()
-    if not name or name == agent.profile:
-        return None
-    try:
-        info = get_profile_info(name)
-    except ProviderUnavailable:
-        return None
-    return name if info.available else None
 
 
 def _cancelled(session: PlanningSession, agent: Agent, stream: TurnStream) -> Exception:
@@ -231,13 +186,14 @@ def _run_turn(
     stoppable: bool,
     write: Callable[[LLMProvider, TurnStream, CallOptions, Callable[[], bool]], dict[str, Any]],
     allow_fallback: bool = True,
+    prompt: list[ChatMessage] | None = None,
 ) -> Message:
     """Open the turn's message, let `write` stream into it, and finish it with accounting.
     `write` returns the fields to finish with (content, data)."""
     done = _finished(session.pk, turn_key)
     if done is not None:
         return done
-    fallback = fallback_for(session, agent) if allow_fallback else None
+    fallback = fallback_for(session, agent.profile) if allow_fallback else None
     if (
         fallback
         and Message.objects.filter(
@@ -257,21 +213,29 @@ def _run_turn(
         **stream_fields,
     )
     stream.open()
+    texts = [m.content for m in prompt or []]
+    assert stream.message is not None
+    # Until the first token the box is empty for as long as the model reads the prompt: say so.
+    publish(
+        session.pk,
+        turn_progress(session, stream.message, phase="reading", prompt_tokens=approx_tokens(texts)),
+    )
     should_stop = _stop_check(session.pk) if stoppable else _never
     options = CallOptions(should_stop=should_stop if stoppable else None)
     try:
         fields = write(provider, stream, options, should_stop)
     except GenerationCancelled:
         raise _cancelled(session, agent, stream) from None
+    except TimeLimitReached as exc:
+        stream.interrupt(f"Stopped: {exc}.")
+        stream.retire()  # Continue writes the turn anew; this text stays as it was cut
+        raise exc from None
     except BudgetSpent as exc:
         stream.interrupt("Paused: the session's LLM budget is spent.")
         stream.retire()
         raise exc from None
     except ProviderError as exc:
-        streamed = bool(stream.content.strip())
-        # A reply cut off mid-stream, or a provider that stayed down through the retries:
-        # finish the turn elsewhere. Anything else (a bad key, a bad request) needs the human.
-        if fallback and (streamed or isinstance(exc, RetryableError)):
+        if fallback and falls_back(exc, streamed=bool(stream.content.strip())):
             stream.interrupt(f"Interrupted: {exc}")
             stream.retire()
             _note(
@@ -288,12 +252,15 @@ def _run_turn(
                 stoppable=stoppable,
                 write=write,
                 allow_fallback=False,
+                prompt=prompt,
             )
         stream.interrupt(f"Interrupted: {exc}")
         raise TurnFailed(str(exc)) from None
     finally:
         charge_tokens(session.pk, options.usage)
     usage = options.usage
+    if prompt is not None:
+        fields.setdefault("heard", heard_in(session.pk, texts))
     return stream.finish(
         usage=usage,
         cost_usd=estimate_cost(agent.profile, usage.prompt_tokens, usage.completion_tokens),
@@ -302,7 +269,6 @@ def _run_turn(
 
 
 def _note(session: PlanningSession, text: str, *, node: str = "") -> None:
-    from conversations.services import add_message
 
     add_message(session.pk, role=Message.Role.SYSTEM, content=text, node=node)
 
@@ -317,9 +283,13 @@ def text_turn(
     max_tokens: int = 400,
     role: str = Message.Role.AGENT,
     stoppable: bool = True,
+    answering: str = "",
+    answering_label: str = "the other agent's message",
 ) -> Message:
     """Stream a free-text reply into a message (or return the one a previous run finished).
-    Stoppable turns end early when the human presses Stop; the stop summary itself is not."""
+    Stoppable turns end early when the human presses Stop; the stop summary itself is not.
+    `answering` is the message this reply answers (labelled `answering_label` for the model):
+    a reply that copies it, or that holds a literal placeholder, is redone once."""
 
     def write(
         provider: LLMProvider,
@@ -328,10 +298,55 @@ def text_turn(
         should_stop: Callable[[], bool],
     ) -> dict[str, Any]:
         options.max_tokens = max_tokens
-        text = stream.pump(
-            _calls(session.pk, lambda: provider.stream(messages, options), should_stop)
-        )
-        return {"content": text.strip() or "(no reply)"}
+        discarded: list[dict[str, str]] = []
+
+        traces: list[trace.CallTrace] = []
+
+        def complete(prompt: list[ChatMessage]) -> str:
+            return stream.pump(
+                call(
+                    session.pk,
+                    provider,
+                    prompt,
+                    options,
+                    should_stop,
+                    traces=traces,
+                    **_traced_in(stream),
+                )
+            )
+
+        text = complete(messages)
+        problem = check_reply(text, answering, answering_label)
+        if problem is not None:
+            log.info(
+                "session %s, turn %s: redoing a reply (%s)", session.pk, turn_key, problem.kind
+            )
+            trace.relabel(traces[-1], trace.Outcome.REDONE, problem.kind)
+            # The redo replaces what was shown; the page keeps the discarded text, labelled.
+            reason = (
+                f"it copied {answering_label}"
+                if problem.kind == "echo"
+                else REDO_REASONS.get(problem.kind, problem.kind)
+            )
+            discarded.append({"reason": reason, "text": text})
+            restarted(session, stream, discarded[-1]["reason"])
+            stream.show("")
+            # The prompt as it was first (a prompt cache still holds it), then the bad reply as
+            # the model's own turn, so the correction is about something it can see, last.
+            redo = [
+                *messages,
+                ChatMessage("assistant", text[:4000]),
+                ChatMessage("user", problem.correction),
+            ]
+            text = complete(redo)
+            problem = check_reply(text, answering, answering_label)
+        fields: dict[str, Any] = {"content": text.strip() or "(no reply)"}
+        if problem is not None:
+            fields["content"] += f"\n\n_{problem.note}_"
+            fields["data"] = {"flags": [problem.kind]}
+        if discarded:
+            fields["data"] = {**fields.get("data", {}), "discarded": discarded}
+        return fields
 
     return _run_turn(
         session,
@@ -344,6 +359,7 @@ def text_turn(
         },
         stoppable=stoppable,
         write=write,
+        prompt=messages,
     )
 
 
@@ -357,9 +373,12 @@ def structured_turn(
     schema: type[T],
     render: Callable[[dict[str, Any], bool], str],
     max_tokens: int = 700,
+    stoppable: bool = True,
 ) -> tuple[Message, T]:
     """Stream a JSON reply constrained to `schema`, showing its markdown rendering as it grows.
-    Returns the message and the validated object; invalid output gets one repair attempt."""
+    Returns the message and the validated object; invalid output gets one repair attempt.
+    `stoppable=False` for a turn that runs after Stop (a debate's plan, a regenerated section):
+    Stop ended the discussion, not that turn."""
     done = _finished(session.pk, turn_key)
     if done is not None and done.data:
         return done, schema.model_validate(done.data)
@@ -371,48 +390,63 @@ def structured_turn(
         should_stop: Callable[[], bool],
     ) -> dict[str, Any]:
         options.max_tokens = max_tokens
-        prompt = messages
-        for attempt in range(2):
+        attempts = 0
+        traces: list[trace.CallTrace] = []
+
+        def complete(prompt: list[ChatMessage]) -> str:
+            nonlocal attempts
+            attempts += 1
+            if attempts > 1 and stream.content:
+                # The repair call re-renders from nothing: label the restart, never wipe silently.
+                restarted(session, stream, REPAIR_REASON)
             raw = ""
-            pieces = _calls(
+            pieces = call(
                 session.pk,
-                lambda p=prompt: provider.stream_structured(p, schema, options),  # type: ignore[misc]
+                provider,
+                prompt,
+                options,
                 should_stop,
+                schema=schema,
+                traces=traces,
+                **_traced_in(stream),
             )
             for piece in pieces:
                 raw += piece
                 partial = _partial(raw)
                 if partial:
                     stream.show(render(partial, False))
-            try:
-                obj = schema.model_validate_json(raw)
-            except ValidationError as exc:
-                if attempt == 1:
-                    raise ProviderError(
-                        f"the reply did not fit the expected form ({exc.error_count()} errors)"
-                    ) from None
-                prompt = [
-                    *messages,
-                    ChatMessage("assistant", raw),
-                    ChatMessage(
-                        "user",
-                        f"That JSON was invalid: {exc.errors()[:3]}. Reply again with valid JSON only.",
-                    ),
-                ]
-                continue
-            data = obj.model_dump()
-            return {"content": render(data, True), "data": data}
-        raise AssertionError("unreachable")
+            return raw
+
+        data = repaired(messages, schema, complete, traces).model_dump()
+        return {"content": render(data, True), "data": data}
 
     message = _run_turn(
         session,
         agent,
         turn_key=turn_key,
         stream_fields={"agent": agent.letter, "node": node},
-        stoppable=True,
+        stoppable=stoppable,
         write=write,
+        prompt=messages,
     )
     return message, schema.model_validate(message.data)
+
+
+def _traced_in(stream: TurnStream) -> dict[str, Any]:
+    """How a call streaming into this turn's message is named in the trace."""
+    message = stream.message
+    return {
+        "purpose": (message.turn_key or "") if message else "",
+        "message_id": message.pk if message else None,
+    }
+
+
+def restarted(session: PlanningSession, stream: TurnStream, reason: str) -> None:
+    """Tell the page this turn starts its text again and why, before the text is replaced."""
+    stream.flush()
+    assert stream.message is not None
+    event = turn_progress(session, stream.message, phase="redo")
+    publish(session.pk, {**event, "reason": reason})
 
 
 def _partial(raw: str) -> dict[str, Any] | None:

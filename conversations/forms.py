@@ -1,10 +1,10 @@
-import os
 from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.utils import timezone
 
-from agents.providers import list_profiles
+from agents.providers import ProfileInfo, list_profiles
 from conversations.models import PlanningSession
 from rag.models import Codebase
 
@@ -23,8 +23,25 @@ class ProfileSelect(forms.Select):
         return option
 
 
+class CodebaseChoiceField(forms.ModelChoiceField):
+    """Two uploads of the same project share a name: the upload time and size tell them apart."""
+
+    def label_from_instance(self, obj: Any) -> str:
+        when = timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M")
+        return f"{obj.name} · uploaded {when} · {obj.file_count} files"
+
+
+def short_reason(profile: ProfileInfo) -> str:
+    """The first sentence of why a profile is unavailable (the models page has the rest)."""
+    first = profile.reason.split(". ")[0].rstrip(".")
+    return f"{first} (see Models)" if first != profile.reason.rstrip(".") else first
+
+
 class NewSessionForm(forms.Form):
-    codebase = forms.ModelChoiceField(queryset=Codebase.objects.none(), empty_label=None)
+    # What to do first, then where and how: the task is what a user came to write.
+    field_order = ["task", "codebase", "mode"]
+
+    codebase = CodebaseChoiceField(queryset=Codebase.objects.none(), empty_label=None)
     mode = forms.ChoiceField(
         choices=PlanningSession.Mode.choices, initial=PlanningSession.Mode.PLANNING
     )
@@ -54,8 +71,9 @@ class NewSessionForm(forms.Form):
         assert isinstance(codebase_field, forms.ModelChoiceField)
         codebase_field.queryset = Codebase.objects.filter(owner=user, status=Codebase.Status.READY)
         profiles = list_profiles()
+        # Setup commands belong on the models page, not inside a dropdown entry.
         choices = [
-            (p.name, p.label if p.available else f"{p.label} — unavailable: {p.reason}")
+            (p.name, p.label if p.available else f"{p.label} — unavailable: {short_reason(p)}")
             for p in profiles
         ]
         self.available = {p.name for p in profiles if p.available}
@@ -63,7 +81,7 @@ class NewSessionForm(forms.Form):
         if default not in self.available and self.available:
             default = sorted(self.available)[0]
         unavailable = {p.name for p in profiles if not p.available}
-        fallback_default = os.environ.get("PLANAGENTS_FALLBACK_PROFILE", "").strip() or "local"
+        fallback_default = settings.PLANAGENTS_FALLBACK_PROFILE
         for name in ("agent_a_profile", "agent_b_profile", "fallback_profile"):
             field = self.fields[name]
             assert isinstance(field, forms.ChoiceField)

@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from rag.models import Codebase
 
@@ -101,6 +102,10 @@ class Message(models.Model):
     """Names the agent turn that wrote it, so re-running a turn replaces rather than duplicates."""
     content = models.TextField(blank=True)
     """The text (markdown), saved as it streams."""
+    html = models.TextField(blank=True)
+    """The text rendered to sanitized HTML, stored when first rendered after the text was final."""
+    html_digest = models.CharField(max_length=64, blank=True)
+    """sha256 of the text `html` was rendered from; when it differs, the text changed since."""
     state = models.CharField(max_length=12, choices=State.choices, default=State.COMPLETE)
     """Whether the text is still streaming, complete, or was cut off."""
     signal = models.CharField(max_length=10, blank=True)
@@ -109,6 +114,8 @@ class Message(models.Model):
     """The structured reply behind the text (a proposal, a plan), when there is one."""
     citations = models.JSONField(default=list, blank=True)
     """Code the message rests on: [{"path", "start", "end", "exists"}]."""
+    heard = models.JSONField(default=list, blank=True)
+    """Seqs of the human messages (notes, change requests) this agent turn was given."""
     profile = models.CharField(max_length=50, blank=True)
     """LLM profile that wrote it."""
     model = models.CharField(max_length=100, blank=True)
@@ -168,6 +175,11 @@ class Plan(models.Model):
         CHANGES_REQUESTED = "changes_requested", "Changes requested"
         REJECTED = "rejected", "Rejected"
 
+    class Author(models.TextChoices):
+        AGENT = "agent", "Agents"
+        HUMAN = "human", "Human edit"
+        REGENERATE = "regenerate", "Regenerated"
+
     session = models.ForeignKey(PlanningSession, on_delete=models.CASCADE, related_name="plans")
     """The session that produced the plan."""
     version = models.PositiveIntegerField()
@@ -186,6 +198,16 @@ class Plan(models.Model):
     """What the reviewer had to say."""
     reviewed_at = models.DateTimeField(null=True, blank=True)
     """When the review status was last set."""
+    author_kind = models.CharField(max_length=12, choices=Author.choices, default=Author.AGENT)
+    """Who made this version: the agents, a human editing a section, or a regeneration."""
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    """The human who edited the section or asked for its regeneration; empty for the agents."""
+    note = models.TextField(blank=True)
+    """What made this version: the section edited, or the regeneration's instruction."""
+    approved_sections = models.JSONField(default=list, blank=True)
+    """Keys of the sections the owner approved on this version (summary, step-2, files…)."""
     created_at = models.DateTimeField(auto_now_add=True)
     """When this version was written."""
 
@@ -197,3 +219,57 @@ class Plan(models.Model):
 
     def __str__(self) -> str:
         return f"Plan v{self.version} for {self.session}"
+
+    @property
+    def made_by(self) -> str:
+        """Who made the version, in a few words: "Agents", "Human edit by ann — Edited Step 2"."""
+        who = self.get_author_kind_display()
+        if self.author_kind != self.Author.AGENT and self.author is not None:
+            who += f" by {self.author.get_username()}"
+        return f"{who} — {self.note}" if self.note else who
+
+
+class ShareLinkQuerySet(models.QuerySet["ShareLink"]):
+    def active(self) -> "ShareLinkQuerySet":
+        """Links that still open the plan: not revoked and not expired."""
+        now = timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
+        )
+
+
+class ShareLink(models.Model):
+    """A read-only link to a session's plan for people without an account. Only the sha256 of
+    the token is kept: the owner sees the token once, when the link is created."""
+
+    session = models.ForeignKey(
+        PlanningSession, on_delete=models.CASCADE, related_name="share_links"
+    )
+    """The session whose plan, versions and evidence the link shows."""
+    token_hash = models.CharField(max_length=64, unique=True)
+    """Hex sha256 of the token in the link; the token itself is never stored."""
+    expires_at = models.DateTimeField(null=True, blank=True)
+    """When the link stops working; empty: never."""
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    """When the owner (or staff) revoked the link; empty while it works."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When the link was created."""
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    """Who created the link (the session's owner)."""
+
+    objects = ShareLinkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Share link {self.pk} for {self.session}"
+
+    @property
+    def is_active(self) -> bool:
+        """Not revoked and not expired."""
+        return self.revoked_at is None and (
+            self.expires_at is None or self.expires_at > timezone.now()
+        )

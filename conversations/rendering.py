@@ -9,6 +9,8 @@ import nh3
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
+from rag.paths import parse_citation
+
 _md = (
     MarkdownIt("commonmark", {"html": False, "linkify": False})
     .enable("table")
@@ -26,7 +28,6 @@ _ALLOWED_ATTRIBUTES = {
     "th": {"align"},
     "td": {"align"},
 }
-_CITATION = re.compile(r"(?<![\w/.-])([\w./-]+\.[A-Za-z0-9]+):(\d+)(?:-(\d+))?")
 
 
 def render_markdown(text: str, *, file_url_prefix: str | None = None) -> str:
@@ -52,11 +53,10 @@ def _link_citations(html: str, prefix: str) -> str:
     # text is already HTML-escaped by markdown-it.
     def replace_code(match: re.Match[str]) -> str:
         inner = match.group(1)
-        cite = _CITATION.fullmatch(inner)
-        if not cite:
+        cite = parse_citation(inner)
+        if cite is None:
             return match.group(0)
-        path, start, end = cite.group(1), cite.group(2), cite.group(3) or cite.group(2)
-        href = f"{prefix}{path}?hl={start}-{end}#L{start}"
+        href = f"{prefix}{cite.path}?hl={cite.start}-{cite.end}#L{cite.start}"
         return f'<a href="{href}"><code>{inner}</code></a>'
 
     return re.sub(r"<code>([^<]{3,300})</code>", replace_code, html)

@@ -3,6 +3,7 @@ error the caller can show. Views and the websocket consumer are thin shells over
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -11,17 +12,27 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from agents import rules_gate
+from agents.analysis import first_look
 from agents.budget import budget_defaults, budget_spent
 from agents.language import detect_language
 from agents.providers import list_profiles
+from agents.workflow import APPROVE, CHECKPOINT, MODIFY, REVISE, human_move
 from conversations.models import Message, PlanningSession, PlanningState
 from conversations.permissions import can_act_in_session, can_view_session
-from conversations.rendering import render_markdown
+from conversations.store import add_message, publish_state
+from conversations.tasks import lease_name, run_session
+from planagents import leases
 from planagents.jobs import dispatch
-from planagents.streaming import publish
 from rag.models import Codebase
 
+log = logging.getLogger(__name__)
+
 MAX_MESSAGE_CHARS = 20_000
+
+
+ENDED = (PlanningSession.Status.COMPLETED, PlanningSession.Status.STOPPED)
+"""Statuses after which nothing more happens in a session."""
 
 
 class SessionError(Exception):
@@ -96,6 +107,7 @@ def start_session(
             agent_a_profile=agent_a_profile,
             agent_b_profile=agent_b_profile,
             language=detect_language(task),
+            task_analysis=first_look(codebase, task),
             max_exchanges=max_exchanges or settings.PLANAGENTS_DEBATE_EXCHANGES,
             fallback_profile=fallback_profile,
             call_budget=call_budget,
@@ -115,88 +127,6 @@ def _title_from(task: str) -> str:
 
 
 # ---------------------------------------------------------------- messages
-
-
-def next_seq(session_id: int) -> int:
-    """Hand out the next seq. Must run inside a transaction: the UPDATE holds the row lock
-    (PostgreSQL) or the write lock (SQLite) until commit, so two writers never get one seq."""
-    PlanningSession.objects.filter(pk=session_id).update(last_seq=F("last_seq") + 1)
-    return PlanningSession.objects.filter(pk=session_id).values_list("last_seq", flat=True).get()
-
-
-def add_message(session_id: int, *, publish_event: bool = True, **fields: Any) -> Message:
-    """Append a complete message and tell the watchers."""
-    with transaction.atomic():
-        message = Message.objects.create(session_id=session_id, seq=next_seq(session_id), **fields)
-    if publish_event:
-        payload = message_payload(message)
-        transaction.on_commit(
-            lambda: publish(session_id, {"type": "message.end", "message": payload})
-        )
-    return message
-
-
-def message_payload(message: Message) -> dict[str, Any]:
-    session = message.session
-    payload: dict[str, Any] = {
-        "seq": message.seq,
-        "role": message.role,
-        "agent": message.agent,
-        "node": message.node,
-        "state": message.state,
-        "content": message.content,
-        "signal": message.signal,
-        "citations": message.citations,
-        "profile": message.profile,
-        "model": message.model,
-        "prompt_tokens": message.prompt_tokens,
-        "completion_tokens": message.completion_tokens,
-        "latency_ms": message.latency_ms,
-        "cost_usd": message.cost_usd,
-    }
-    if message.state != Message.State.STREAMING:
-        payload["html"] = render_markdown(
-            message.content, file_url_prefix=file_url_prefix(session.codebase_id)
-        )
-    return payload
-
-
-def file_url_prefix(codebase_id: int) -> str:
-    return f"/codebases/{codebase_id}/file/"
-
-
-def session_state_payload(session: PlanningSession) -> dict[str, Any]:
-    state = PlanningState.objects.filter(session=session).first()
-    node = state.current_node if state else ""
-    options: list[str] = []
-    if session.status == PlanningSession.Status.AWAITING_HUMAN:
-        options = ["approve", "modify", "stop"] if node == "checkpoint" else ["continue", "stop"]
-    elif session.status == PlanningSession.Status.RUNNING:
-        options = ["cancel", "stop"]
-    plan = session.plans.order_by("-version").first()
-    return {
-        "type": "session.state",
-        "status": session.status,
-        "status_label": session.get_status_display(),
-        "mode": session.mode,
-        "node": node,
-        "options": options,
-        "last_seq": session.last_seq,
-        "error": session.error,
-        "validation": state.validation if state else {},
-        "plan_version": plan.version if plan else None,
-        "usage": {
-            "calls": session.calls_used,
-            "call_budget": session.call_budget,
-            "tokens": session.tokens_used,
-            "token_budget": session.token_budget,
-        },
-    }
-
-
-def publish_state(session_id: int) -> None:
-    session = PlanningSession.objects.select_related("codebase").get(pk=session_id)
-    publish(session_id, session_state_payload(session))
 
 
 # ---------------------------------------------------------------- human actions
@@ -243,15 +173,33 @@ def cancel_reply(user: Any, session_id: int) -> None:
         raise SessionError("The agents already stopped; reload to see where the session is.")
 
 
-def approve(user: Any, session_id: int) -> None:
+def approve(user: Any, session_id: int, override: Any = "") -> None:
+    """Approve the proposal. One breaking a critical codebase rule needs `override`: the
+    human's reason, recorded as their message (and listed in the final plan)."""
     session = _session_to_act_in(user, session_id)
     _require_checkpoint(session)
+    blocking = rules_gate.blocking(session_id)
+    reason = override.strip() if isinstance(override, str) else ""
+    if blocking and not reason:
+        labels = ", ".join(v["label"] for v in blocking)
+        raise SessionError(
+            f"The proposal breaks critical rule(s) {labels}. Ask for changes, or override "
+            "them with a reason to approve it anyway."
+        )
+    start, target = human_move(APPROVE)
     with transaction.atomic():
-        moved = PlanningState.objects.filter(
-            session_id=session_id, current_node="checkpoint"
-        ).update(current_node="finalize_plan")
+        moved = PlanningState.objects.filter(session_id=session_id, current_node=start).update(
+            current_node=target
+        )
         if not moved:
             raise SessionError("The plan is not waiting for approval any more.")
+        if blocking:
+            add_message(
+                session_id,
+                role=Message.Role.USER,
+                content=rules_gate.override_text(blocking, reason[:MAX_MESSAGE_CHARS]),
+                data=rules_gate.override_record(session_id, blocking, reason[:MAX_MESSAGE_CHARS]),
+            )
         add_message(
             session_id,
             role=Message.Role.USER,
@@ -264,10 +212,11 @@ def request_changes(user: Any, session_id: int, text: Any) -> Message:
     session = _session_to_act_in(user, session_id)
     _require_checkpoint(session)
     text = _clean_text(text)
+    start, target = human_move(MODIFY)
     with transaction.atomic():
-        moved = PlanningState.objects.filter(
-            session_id=session_id, current_node="checkpoint"
-        ).update(current_node="propose_changes", feedback=text, validation_failures=0)
+        moved = PlanningState.objects.filter(session_id=session_id, current_node=start).update(
+            current_node=target, feedback=text, validation_failures=0
+        )
         if not moved:
             raise SessionError("The plan is not waiting for your review any more.")
         message = add_message(
@@ -277,17 +226,100 @@ def request_changes(user: Any, session_id: int, text: Any) -> Message:
     return message
 
 
+def revise(user: Any, session_id: int) -> str:
+    """Reopen a completed planning session at the checkpoint, to revise its latest plan. The
+    owner may do it with or without a review; when the reviewer asked for changes, their notes
+    are returned as the suggested change request (the page prefills it, the owner edits it),
+    and "Request changes" from there runs the revision loop to a new plan version."""
+    session = _session_to_act_in(user, session_id)
+    plan = session.plans.order_by("-version").first()
+    if session.mode != PlanningSession.Mode.PLANNING:
+        raise SessionError("Only planning sessions can be revised; start a new session instead.")
+    if session.status != PlanningSession.Status.COMPLETED or plan is None:
+        raise SessionError("Only a completed session with a plan can be revised.")
+    notes = revision_notes(plan)
+    start, target = human_move(REVISE)
+    with transaction.atomic():
+        # Both rows by compare-and-swap: a second Revise (another tab) finds them moved.
+        moved = PlanningState.objects.filter(session_id=session_id, current_node=start).update(
+            current_node=target, validation_failures=0
+        )
+        reopened = moved and PlanningSession.objects.filter(
+            pk=session_id, status=PlanningSession.Status.COMPLETED
+        ).update(
+            status=PlanningSession.Status.AWAITING_HUMAN,
+            stop_requested=False,
+            cancel_requested=False,
+            error="",
+        )
+        if not reopened:  # raising inside atomic() rolls back the state's move too
+            raise SessionError("This session was reopened already; reload to see where it is.")
+        review = (
+            f" The reviewer set it to *{plan.get_review_status_display()}*"
+            + (" and wrote:\n\n> " + notes.replace("\n", "\n> ") if notes else ".")
+            if plan.review_status != plan.Review.DRAFT
+            else ""
+        )
+        add_message(
+            session_id,
+            role=Message.Role.SYSTEM,
+            content=f"**Plan v{plan.version} reopened for revision.** Request changes to run "
+            "the proposal, review and validation again; the approved result becomes the next "
+            f"plan version.{review}",
+            data={"revise": {"plan": plan.version, "notes": notes}},
+        )
+    transaction.on_commit(lambda: publish_state(session_id))
+    return notes
+
+
+def revision_notes(plan: Any) -> str:
+    """What a revision of `plan` starts from: the reviewer's notes when they asked for changes
+    (or rejected it), nothing otherwise."""
+    asked = (plan.Review.CHANGES_REQUESTED, plan.Review.REJECTED)
+    return plan.review_notes.strip() if plan.review_status in asked else ""
+
+
+def revision_prefill(session: PlanningSession) -> str | None:
+    """The change request to suggest on the page: the notes of a revision just opened (and
+    not answered yet); None when the session is not waiting on one."""
+    if session.status != PlanningSession.Status.AWAITING_HUMAN or not _at_checkpoint(session):
+        return None
+    last = session.messages.order_by("-seq").first()
+    revise = last.data.get("revise") if last and isinstance(last.data, dict) else None
+    return str(revise.get("notes") or "") if isinstance(revise, dict) else None
+
+
+def can_revise(user: Any, session: PlanningSession) -> bool:
+    """Whether the page offers Revise: the owner's completed planning session with a plan."""
+    return (
+        can_act_in_session(user, session)
+        and session.mode == PlanningSession.Mode.PLANNING
+        and session.status == PlanningSession.Status.COMPLETED
+        and session.plans.exists()
+    )
+
+
 def stop(user: Any, session_id: int) -> None:
     """Stop the session. A running job sees the flag at its next check and writes the summary;
-    a session waiting for the human gets its summary written by a new job."""
-    session = _session_to_act_in(user, session_id)
-    if session.status in (PlanningSession.Status.COMPLETED, PlanningSession.Status.STOPPED):
-        raise SessionError("This session has already ended.")
+    a session waiting for the human gets its summary written by a new job. Idempotent: a second
+    Stop (a double click, another tab) writes nothing again."""
+    _session_to_act_in(user, session_id)
     with transaction.atomic():
-        PlanningSession.objects.filter(pk=session_id).update(stop_requested=True)
-        add_message(session_id, role=Message.Role.USER, content="Stopped the session.")
-        if session.status != PlanningSession.Status.RUNNING:
-            _hand_back_to_agents(session_id, from_status=session.status)
+        # Compare-and-swap on the flag: of two Stops only one sees it unset and says so.
+        claimed = (
+            PlanningSession.objects.filter(pk=session_id, stop_requested=False)
+            .exclude(status__in=ENDED)
+            .update(stop_requested=True)
+        )
+        status = PlanningSession.objects.values_list("status", flat=True).get(pk=session_id)
+        if status in ENDED:
+            raise SessionError("This session has already ended.")
+        if claimed:
+            add_message(session_id, role=Message.Role.USER, content="Stopped the session.")
+        if status != PlanningSession.Status.RUNNING:
+            # Nobody is running to see the flag (this Stop's, or an earlier one's that a job
+            # handed over without reading): a new job writes the summary.
+            _hand_back_to_agents(session_id, from_status=status)
     publish_state(session_id)
 
 
@@ -304,6 +336,25 @@ def resume_if_stalled(session_id: int, *, stale_after_seconds: int = 90) -> bool
         if claimed:
             _dispatch_run(session_id)
     return bool(claimed)
+
+
+def recover_stalled_sessions() -> list[int]:
+    """Dispatch again every running session whose job died: no live lease, and no heartbeat
+    for a whole lease period. Returns the ids it dispatched (several workers may sweep at once;
+    the compare-and-swap in resume_if_stalled lets only one of them dispatch)."""
+    seconds = settings.PLANAGENTS_JOB_LEASE_SECONDS
+    cutoff = timezone.now() - timedelta(seconds=seconds)
+    candidates = PlanningSession.objects.filter(
+        status=PlanningSession.Status.RUNNING, heartbeat_at__lt=cutoff
+    ).values_list("pk", flat=True)
+    recovered = []
+    for session_id in candidates:
+        if leases.is_live(lease_name(session_id)):
+            continue
+        if resume_if_stalled(session_id, stale_after_seconds=seconds):
+            log.warning("session %s: its job died; dispatched it again", session_id)
+            recovered.append(session_id)
+    return recovered
 
 
 def _hand_back_to_agents(session_id: int, *, from_status: str) -> None:
@@ -330,8 +381,6 @@ def _hand_back_to_agents(session_id: int, *, from_status: str) -> None:
 
 
 def _dispatch_run(session_id: int) -> None:
-    from conversations.tasks import run_session
-
     dispatch(run_session, session_id)
 
 
@@ -343,7 +392,7 @@ def _session_to_act_in(user: Any, session_id: int) -> PlanningSession:
 
 
 def _at_checkpoint(session: PlanningSession) -> bool:
-    return PlanningState.objects.filter(session=session, current_node="checkpoint").exists()
+    return PlanningState.objects.filter(session=session, current_node=CHECKPOINT).exists()
 
 
 def _require_checkpoint(session: PlanningSession) -> None:

@@ -4,7 +4,7 @@ In one process (the embedded default) a lock keeps two runs of a session apart. 
 workers the runs may be in different processes or machines, so a run first takes the
 session's lease in the database (planagents.leases) and renews it, beating the session's
 heartbeat, while it works. A second run finds the lease live and leaves; a worker that dies
-stops renewing, and the sweep on any worker (recover_stalled_sessions) dispatches the session
+stops renewing, and the sweep on any worker (services.recover_stalled_sessions) dispatches the session
 again once the lease has run out. The new run resumes at the last committed node or turn: the
 cut-off message is reopened under its turn_key and its text replaced, never duplicated.
 """
@@ -14,19 +14,21 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.conf import settings
 from django.utils import timezone
 
-from agents.debate import FINISHED, run_debate
-from agents.planning.workflow import COMPLETED, run_planning
+from agents.answers import answer_directly
+from agents.budget import session_clock
+from agents.debate import FINISHED, run_debate, write_debate_plan
+from agents.investigation.clarify import QuestionAsked
+from agents.planning.workflow import run_planning
 from agents.runtime import SessionStopped, beat
 from agents.summary import write_summary
 from agents.turns import TurnFailed
+from agents.workflow import COMPLETED, STOPPED
 from conversations.models import Message, PlanningSession, PlanningState
-from conversations.services import add_message, publish_state, resume_if_stalled
+from conversations.store import add_message, publish_state
 from planagents import leases
 from planagents.jobs import distributed
 
@@ -39,14 +41,14 @@ _session_locks: defaultdict[int, threading.Lock] = defaultdict(threading.Lock)
 def run_session(session_id: int) -> None:
     if not distributed():
         with _session_locks[session_id]:
-            _run(session_id)
+            _timed_run(session_id)
         return
     # Released before looking at the status again: a run dispatched while this one was
     # finishing either saw the lease free, or is this loop's next round.
     for _ in range(3):
         try:
             with leases.held(lease_name(session_id), on_renew=lambda: beat(session_id)):
-                _run(session_id)
+                _timed_run(session_id)
         except leases.LeaseHeld:
             log.info("session %s is already being run by another job", session_id)
             return
@@ -56,27 +58,14 @@ def run_session(session_id: int) -> None:
             return
 
 
+def _timed_run(session_id: int) -> None:
+    # One run of the agents has PLANAGENTS_SESSION_TIME_LIMIT; Continue starts another.
+    with session_clock(session_id):
+        _run(session_id)
+
+
 def lease_name(session_id: int) -> str:
     return f"session:{session_id}"
-
-
-def recover_stalled_sessions() -> list[int]:
-    """Dispatch again every running session whose job died: no live lease, and no heartbeat
-    for a whole lease period. Returns the ids it dispatched (several workers may sweep at once;
-    the compare-and-swap in resume_if_stalled lets only one of them dispatch)."""
-    seconds = settings.PLANAGENTS_JOB_LEASE_SECONDS
-    cutoff = timezone.now() - timedelta(seconds=seconds)
-    candidates = PlanningSession.objects.filter(
-        status=PlanningSession.Status.RUNNING, heartbeat_at__lt=cutoff
-    ).values_list("pk", flat=True)
-    recovered = []
-    for session_id in candidates:
-        if leases.is_live(lease_name(session_id)):
-            continue
-        if resume_if_stalled(session_id, stale_after_seconds=seconds):
-            log.warning("session %s: its job died; dispatched it again", session_id)
-            recovered.append(session_id)
-    return recovered
 
 
 def _run(session_id: int) -> None:
@@ -86,7 +75,9 @@ def _run(session_id: int) -> None:
     beat(session_id)
     publish_state(session_id)
     try:
-        if session.mode == PlanningSession.Mode.DEBATE:
+        if answer_directly(session_id):  # a greeting or a code question: no plan
+            _finish(session_id, PlanningSession.Status.COMPLETED, summary=False)
+        elif session.mode == PlanningSession.Mode.DEBATE:
             outcome = run_debate(session_id)
             if outcome == FINISHED:
                 _finish(session_id, PlanningSession.Status.COMPLETED, summary=True)
@@ -100,6 +91,8 @@ def _run(session_id: int) -> None:
                 _hand_over(session_id)
     except SessionStopped:
         _finish(session_id, PlanningSession.Status.STOPPED, summary=True)
+    except QuestionAsked:  # Agent A asked the human something: theirs is the floor, not a failure
+        _hand_over(session_id)
     except TurnFailed as exc:
         _fail_turn(session_id, str(exc))
     except SoftTimeLimitExceeded:
@@ -120,9 +113,11 @@ def _finish(session_id: int, status: str, *, summary: bool) -> None:
     session = PlanningSession.objects.select_related("codebase").get(pk=session_id)
     if summary:
         write_summary(session)
+        if session.mode == PlanningSession.Mode.DEBATE:
+            write_debate_plan(session)  # a debate ends in a plan, as planning mode does
     if status == PlanningSession.Status.STOPPED:
         PlanningState.objects.filter(session_id=session_id).exclude(current_node=COMPLETED).update(
-            current_node="stopped"
+            current_node=STOPPED
         )
     PlanningSession.objects.filter(pk=session_id).exclude(status=status).update(
         status=status, heartbeat_at=timezone.now()
@@ -141,3 +136,10 @@ def _fail_turn(session_id: int, reason: str) -> None:
         status=PlanningSession.Status.AWAITING_HUMAN, error=reason
     )
     publish_state(session_id)
+
+
+def regenerate_plan_section(message_id: int) -> None:
+    """Agent A rewrites one plan section as the human asked in message `message_id`."""
+    from agents.plan_writer import regenerate_section
+
+    regenerate_section(message_id)

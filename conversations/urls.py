@@ -1,15 +1,46 @@
 from django.urls import path
 
-from conversations import views
+from conversations import plan_views, stale_views, views
 
 app_name = "conversations"
 
 urlpatterns = [
     path("", views.session_list, name="list"),
     path("new/", views.new_session, name="new"),
+    path("models/", views.models_help, name="models"),
     path("<int:session_id>/", views.session_detail, name="detail"),
     path("<int:session_id>/plan/", views.plan_page, name="plan"),
+    path("<int:session_id>/plan/revalidate/", stale_views.revalidate, name="plan_revalidate"),
+    path("<int:session_id>/plan/replan/", stale_views.replan, name="plan_replan"),
     path("<int:session_id>/plan.md", views.plan_download, name="plan_download"),
     path("<int:session_id>/plan-card/", views.plan_fragment, name="plan_fragment"),
     path("<int:session_id>/stop/", views.stop_session, name="stop"),
+    path("<int:session_id>/revise/", views.revise_session, name="revise"),
+    path("<int:session_id>/trace/<int:call_id>/", views.trace_call, name="trace_call"),
+    path("<int:session_id>/plan/export/<slug:kind>/", plan_views.plan_export, name="plan_export"),
+    path("<int:session_id>/plan/compare/", plan_views.plan_compare, name="plan_compare"),
+    path("<int:session_id>/plan/share/", plan_views.share_create, name="plan_share"),
+    path("<int:session_id>/plan/approve/", plan_views.plan_approve, name="plan_approve"),
+    path(
+        "<int:session_id>/plan/section/<slug:key>/edit/",
+        plan_views.section_edit,
+        name="plan_section_edit",
+    ),
+    path(
+        "<int:session_id>/plan/section/<slug:key>/approve/",
+        plan_views.section_approve,
+        name="plan_section_approve",
+    ),
+    path(
+        "<int:session_id>/plan/section/<slug:key>/regenerate/",
+        plan_views.section_regenerate,
+        name="plan_section_regenerate",
+    ),
+    path("<int:session_id>/plan/write/", plan_views.write_plan, name="plan_write"),
+    path(
+        "<int:session_id>/plan/share/<int:link_id>/revoke/",
+        plan_views.share_revoke,
+        name="plan_share_revoke",
+    ),
+    path("s/<str:token>/", plan_views.plan_shared, name="plan_shared"),
 ]

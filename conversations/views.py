@@ -2,12 +2,17 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from conversations import services
+from agents import trace
+from agents.citations import line_note
+from agents.models import LLMCall
+from agents.providers import list_profiles
+from conversations import services, store
 from conversations.forms import NewSessionForm
 from conversations.models import Plan, PlanningSession
-from conversations.rendering import render_markdown
+from conversations.plan_page import editor_context, page_context
 from rag.services import codebases_for
 
 
@@ -28,6 +33,12 @@ def session_list(request: HttpRequest) -> HttpResponse:
     return render(
         request, "conversations/list.html", {"sessions": services.sessions_for(request.user)}
     )
+
+
+@login_required
+def models_help(request: HttpRequest) -> HttpResponse:
+    """Which model to pick: each profile's speed and quality, and how to make it usable."""
+    return render(request, "conversations/models.html", {"profiles": list_profiles()})
 
 
 @login_required
@@ -66,11 +77,7 @@ def _session_or_404(request: HttpRequest, session_id: int) -> PlanningSession:
 @login_required
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     session = _session_or_404(request, session_id)
-    prefix = services.file_url_prefix(session.codebase_id)
-    rows = [
-        {"message": m, "html": render_markdown(m.content, file_url_prefix=prefix)}
-        for m in session.messages.order_by("seq")
-    ]
+    rows = [{"message": m, "html": store.message_html(m)} for m in session.messages.order_by("seq")]
     plan = session.plans.order_by("-version").first()
     return render(
         request,
@@ -79,7 +86,11 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             "session": session,
             "rows": rows,
             "plan": plan,
-            "state": services.session_state_payload(session),
+            "state": store.session_state_payload(session),
+            "line_note": line_note(session.codebase),
+            "can_revise": services.can_revise(request.user, session),
+            "revise_prefill": services.revision_prefill(session),
+            "trace": trace.panel(session.pk),
         },
     )
 
@@ -87,7 +98,9 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
 def _plan_or_404(request: HttpRequest, session: PlanningSession) -> Plan:
     plans = Plan.objects.filter(session=session)
     version = request.GET.get("version", "")
-    plan = get_object_or_404(plans, version=int(version)) if version.isdigit() else plans.first()
+    # isdigit() alone takes "²" and 5,000-digit numbers, which int() refuses.
+    wanted = version.isascii() and version.isdigit() and len(version) < 10
+    plan = get_object_or_404(plans, version=int(version)) if wanted else plans.first()
     if plan is None:
         raise Http404("This session has no plan yet")
     return plan
@@ -95,21 +108,11 @@ def _plan_or_404(request: HttpRequest, session: PlanningSession) -> Plan:
 
 @login_required
 def plan_page(request: HttpRequest, session_id: int) -> HttpResponse:
+    """One plan version, section by section; `?edit=<section>` opens that section's editor."""
     session = _session_or_404(request, session_id)
     plan = _plan_or_404(request, session)
-    html = render_markdown(
-        plan.markdown, file_url_prefix=services.file_url_prefix(session.codebase_id)
-    )
-    return render(
-        request,
-        "conversations/plan.html",
-        {
-            "session": session,
-            "plan": plan,
-            "plan_html": html,
-            "versions": session.plans.order_by("version"),
-        },
-    )
+    editor = editor_context(plan, request.GET.get("edit", ""))
+    return render(request, "conversations/plan.html", page_context(session, plan, **editor))
 
 
 @login_required
@@ -139,3 +142,34 @@ def stop_session(request: HttpRequest, session_id: int) -> HttpResponse:
     except services.SessionError as exc:
         messages.error(request, str(exc))
     return redirect("conversations:detail", session_id=session_id)
+
+
+@login_required
+@require_http_methods(["POST"])
+def revise_session(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Reopen a completed plan at the checkpoint; the page then suggests the reviewer's notes
+    as the change request."""
+    try:
+        notes = services.revise(request.user, session_id)
+    except services.SessionNotFound:
+        raise Http404("No such session") from None
+    except services.SessionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            "Reopened for revision: the reviewer's notes are in the change request below; "
+            "edit them and send."
+            if notes
+            else "Reopened for revision: say what should change, and send.",
+        )
+    return redirect(reverse("conversations:detail", args=[session_id]) + "#controls")
+
+
+@login_required
+def trace_call(request: HttpRequest, session_id: int, call_id: int) -> HttpResponse:
+    """One LLM call of the session, whole, as plain text: the prompt and the model's raw
+    output are data, never markup."""
+    session = _session_or_404(request, session_id)
+    call = get_object_or_404(LLMCall, pk=call_id, session=session)
+    return HttpResponse(trace.as_text(call), content_type="text/plain; charset=utf-8")

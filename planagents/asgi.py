@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels with the session user."""
+"""ASGI entry point: HTTP through Django (bodies capped first), websockets through Channels with
+the session user."""
 
 import os
 
@@ -12,10 +13,17 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from conversations.routing import websocket_urlpatterns  # noqa: E402
+from planagents import daphne_limits  # noqa: E402
+from planagents.limits import BodyCaps, BodyLimitMiddleware  # noqa: E402
+
+# Request bodies are capped twice: inside daphne as the bytes arrive (by cookie: anonymous or
+# not), then exactly (who is logged in, which page) before Django reads any of it.
+body_caps = BodyCaps.from_settings()
+daphne_limits.install(body_caps)
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": BodyLimitMiddleware(django_asgi_app, body_caps),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

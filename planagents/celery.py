@@ -59,11 +59,8 @@ def _stop_sweeper(**_: Any) -> None:
 def _sweep_forever(interval: float) -> None:
     from django.db import close_old_connections
 
-    from conversations.tasks import recover_stalled_sessions
+    from planagents.jobs import sweep
 
     while not _sweeper_stop.wait(interval):
         close_old_connections()
-        try:
-            recover_stalled_sessions()
-        except Exception:
-            log.warning("the stalled-session sweep failed", exc_info=True)
+        sweep()  # stalled sessions and stalled indexing; logs (never raises) a failure

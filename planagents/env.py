@@ -2,7 +2,7 @@
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -13,6 +13,11 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 def env_str(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
+
+
+def env_nonblank(name: str, default: str = "") -> str:
+    """The value without surrounding spaces; unset or blank gives `default`."""
+    return os.environ.get(name, "").strip() or default
 
 
 def env_bool(name: str, default: bool = False) -> bool:
@@ -38,6 +43,21 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+@overload
+def env_float(name: str, default: float) -> float: ...
+@overload
+def env_float(name: str, default: None) -> float | None: ...
+def env_float(name: str, default: float | None) -> float | None:
+    """A number (unset or blank gives `default`, which may be None for "not set")."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 from asgiref.sync import SyncToAsync, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connections, transaction
+from django.utils.module_loading import import_string
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,23 @@ def run_job(job: Job, args: tuple[int | str, ...]) -> None:
         log.exception("job %s%r failed", job.__name__, args)
     finally:
         connections.close_all()
+
+
+SWEEPS = (
+    "conversations.services.recover_stalled_sessions",
+    "rag.indexing.recover_stalled_indexing",
+)
+"""What each Celery worker runs every PLANAGENTS_SWEEP_SECONDS: functions that dispatch again
+the work whose job died (its lease ran out)."""
+
+
+def sweep() -> None:
+    """Run every sweep once; one that fails is logged and does not stop the others."""
+    for path in SWEEPS:
+        try:
+            import_string(path)()
+        except Exception:
+            log.warning("the sweep %s failed", path, exc_info=True)
 
 
 async def wait_for_jobs(timeout: float = 30.0) -> None:

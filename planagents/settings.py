@@ -1,13 +1,16 @@
 """Settings for PlanAgents. Every knob comes from the environment (see the README's table)."""
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from planagents.env import (
     env_bool,
     env_database,
+    env_float,
     env_int,
     env_list,
+    env_nonblank,
     env_path,
     env_redis_url,
     env_str,
@@ -18,8 +21,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("PLANAGENTS_DATA_DIR", BASE_DIR / "var")
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+# Off unless asked for: a server started any other way than `make run` (which sets
+# DJANGO_DEBUG=1) shows no tracebacks or settings to whoever finds it.
+DEBUG = env_bool("DJANGO_DEBUG", False)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY") or "dev-only-insecure-key-change-me-in-production"
+# Loopback names only, DEBUG or not; a server reached by another name lists it here.
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
@@ -36,6 +42,7 @@ INSTALLED_APPS = [
     "rag",
     "agents",
     "conversations",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -47,6 +54,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a lockout flagged during login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "planagents.urls"
@@ -126,6 +135,19 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttling (django-axes): after PLANAGENTS_LOGIN_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is refused (the right password too) until
+# PLANAGENTS_LOGIN_COOLOFF_MINUTES pass without another try. Keyed on the pair, so guessing
+# from one address cannot lock the real user out from theirs, and other users are unaffected.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("PLANAGENTS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("PLANAGENTS_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -145,6 +167,13 @@ WHITENOISE_USE_FINDERS = (
 # Uploads: the whole pack must fit in this many bytes; larger requests are refused.
 PLANAGENTS_MAX_UPLOAD_BYTES = env_int("PLANAGENTS_MAX_UPLOAD_BYTES", 50 * 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Request bodies are capped before anything reads them (planagents/limits.py): a request without
+# a login may send this much (the login form needs well under 1 KB), a logged-in one this much
+# outside the upload pages, which take PLANAGENTS_MAX_UPLOAD_BYTES plus the form around it.
+PLANAGENTS_MAX_ANONYMOUS_BODY_BYTES = env_int(
+    "PLANAGENTS_MAX_ANONYMOUS_BODY_BYTES", 64 * 1024, minimum=1024
+)
+PLANAGENTS_MAX_BODY_BYTES = env_int("PLANAGENTS_MAX_BODY_BYTES", 1024 * 1024, minimum=64 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 # Embeddings and index.
@@ -156,13 +185,79 @@ PLANAGENTS_EMBEDDING_MODEL = env_str("PLANAGENTS_EMBEDDING_MODEL", "all-MiniLM-L
 PLANAGENTS_MODEL_DIR = env_path("PLANAGENTS_MODEL_DIR", DATA_DIR / "models")
 PLANAGENTS_DEFAULT_PROFILE = env_str("PLANAGENTS_DEFAULT_PROFILE", "local")
 PLANAGENTS_FAKE_LLM = env_bool("PLANAGENTS_FAKE_LLM", False)
+# Seconds per piece the scripted profile streams (0 in tests; a little makes demos look alive).
+PLANAGENTS_FAKE_LLM_DELAY = max(0.0, env_float("PLANAGENTS_FAKE_LLM_DELAY", 0.01))
 PLANAGENTS_LLM_THREADS = env_int("PLANAGENTS_LLM_THREADS", 2, minimum=1)
 PLANAGENTS_LLM_CTX = env_int("PLANAGENTS_LLM_CTX", 8192, minimum=512)
+# The embedded llama.cpp server: parallel slots (each with its own PLANAGENTS_LLM_CTX window and
+# prompt cache), seconds without any progress (queued, reading, writing) before a call fails,
+# the nice value of its threads (so the web server wins the CPU), and host RAM for prompts
+# evicted from the slots.
+PLANAGENTS_LLM_SLOTS = env_int("PLANAGENTS_LLM_SLOTS", 2, minimum=1)
+PLANAGENTS_LLM_LOCAL_TIMEOUT = env_int("PLANAGENTS_LLM_LOCAL_TIMEOUT", 300, minimum=1)
+PLANAGENTS_LLM_NICE = env_int("PLANAGENTS_LLM_NICE", 10, minimum=0)
+PLANAGENTS_LLM_CACHE_MB = env_int("PLANAGENTS_LLM_CACHE_MB", 1024, minimum=0)
+# Time limits (agents.budget): one LLM call, any backend, from request to last token; and one
+# run of the agents, from the human handing them the floor until it comes back (under the
+# Celery soft limit, so the run ends with its own message, not the worker's). Either, when
+# hit, stops the call, keeps what was written and gives the human the floor. 0: no limit.
+PLANAGENTS_LLM_CALL_TIME_LIMIT = env_int("PLANAGENTS_LLM_CALL_TIME_LIMIT", 600, minimum=0)
+PLANAGENTS_SESSION_TIME_LIMIT = env_int(
+    "PLANAGENTS_SESSION_TIME_LIMIT", max(CELERY_TASK_SOFT_TIME_LIMIT - 60, 1), minimum=0
+)
+# Each LLM call's prompt and raw output are kept as a trace (agents.trace), at most this many
+# characters per call (the middle of the longest parts is cut).
+PLANAGENTS_TRACE_MAX_CHARS = env_int("PLANAGENTS_TRACE_MAX_CHARS", 200_000, minimum=1000)
+
+# The call policy (agents.call_policy): a call that fails before its first token is retried
+# this many times, waiting PLANAGENTS_LLM_BACKOFF seconds doubled per retry (with jitter), or
+# the provider's Retry-After up to the cap; a turn whose model stays down or dies mid-reply is
+# finished on the session's fallback profile, or this one. Each session may spend this many
+# calls and tokens before the human is asked (0: no limit).
+PLANAGENTS_LLM_RETRIES = int(env_float("PLANAGENTS_LLM_RETRIES", 2))
+PLANAGENTS_LLM_BACKOFF = env_float("PLANAGENTS_LLM_BACKOFF", 1.0)
+PLANAGENTS_RETRY_AFTER_CAP = env_float("PLANAGENTS_RETRY_AFTER_CAP", 30.0)
+PLANAGENTS_FALLBACK_PROFILE = env_nonblank("PLANAGENTS_FALLBACK_PROFILE", "local")
+PLANAGENTS_SESSION_CALL_BUDGET = int(env_float("PLANAGENTS_SESSION_CALL_BUDGET", 200))
+PLANAGENTS_SESSION_TOKEN_BUDGET = int(env_float("PLANAGENTS_SESSION_TOKEN_BUDGET", 500_000))
+
+# Remote providers (agents/providers): seconds to connect and of silence between two streamed
+# pieces; then per vendor its keys (the first one set is used), model, endpoint and prices
+# (USD per million input/output tokens; None: the default model's list price). The keys are
+# held here and nowhere else: agents.providers.remote scrubs every one of them from replies,
+# traces, errors and log lines, and Django hides settings named *KEY* on its debug pages.
+PLANAGENTS_LLM_TIMEOUT = env_float("PLANAGENTS_LLM_TIMEOUT", 60.0)
+GEMINI_API_KEY = env_nonblank("GEMINI_API_KEY")
+GOOGLE_API_KEY = env_nonblank("GOOGLE_API_KEY")
+GEMINI_MODEL = env_nonblank("GEMINI_MODEL", "gemini-2.5-flash")
+GEMINI_PRICE_IN = env_float("GEMINI_PRICE_IN", None)
+GEMINI_PRICE_OUT = env_float("GEMINI_PRICE_OUT", None)
+GLM_API_KEY = env_nonblank("GLM_API_KEY")
+ZAI_API_KEY = env_nonblank("ZAI_API_KEY")
+ZHIPUAI_API_KEY = env_nonblank("ZHIPUAI_API_KEY")
+GLM_MODEL = env_nonblank("GLM_MODEL", "glm-4.5-flash")
+# https://api.z.ai/api/paas/v4/ outside mainland China.
+GLM_BASE_URL = env_nonblank("GLM_BASE_URL", "https://open.bigmodel.cn/api/paas/v4/")
+GLM_PRICE_IN = env_float("GLM_PRICE_IN", None)
+GLM_PRICE_OUT = env_float("GLM_PRICE_OUT", None)
+OPENAI_API_KEY = env_nonblank("OPENAI_API_KEY")
+# Unset: https://api.openai.com/v1. A local server (Ollama, vLLM, LM Studio) needs no key.
+OPENAI_BASE_URL = env_nonblank("OPENAI_BASE_URL")
+OPENAI_MODEL = env_nonblank("OPENAI_MODEL", "gpt-4o-mini")
+OPENAI_PRICE_IN = env_float("OPENAI_PRICE_IN", None)
+OPENAI_PRICE_OUT = env_float("OPENAI_PRICE_OUT", None)
 
 # Workflow limits.
 PLANAGENTS_DEBATE_EXCHANGES = env_int("PLANAGENTS_DEBATE_EXCHANGES", 2, minimum=1)
 PLANAGENTS_MAX_VALIDATION_RETRIES = env_int("PLANAGENTS_MAX_VALIDATION_RETRIES", 2, minimum=0)
 PLANAGENTS_RETRIEVAL_K = env_int("PLANAGENTS_RETRIEVAL_K", 6, minimum=1)
+# Routing (agents.routing): a phase-1 classification under this confidence, in percent, sends
+# the task to the full planner.
+PLANAGENTS_ROUTE_MIN_CONFIDENCE = env_int("PLANAGENTS_ROUTE_MIN_CONFIDENCE", 70, minimum=0)
+# Investigation: at most this many tool steps per evidence plan (0 turns investigation off),
+# and this many plan rounds.
+PLANAGENTS_EVIDENCE_STEPS = env_int("PLANAGENTS_EVIDENCE_STEPS", 6, minimum=0)
+PLANAGENTS_EVIDENCE_ROUNDS = env_int("PLANAGENTS_EVIDENCE_ROUNDS", 2, minimum=1)
 
 LOGGING = {
     "version": 1,
@@ -173,5 +268,7 @@ LOGGING = {
     "loggers": {
         "django.channels.server": {"level": "WARNING"},
         "faiss.loader": {"level": "WARNING"},
+        # Lockouts are warnings; every login and logout is not worth a line.
+        "axes": {"level": "WARNING"},
     },
 }

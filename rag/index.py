@@ -1,6 +1,7 @@
-"""Per-codebase search indexes on disk: FAISS for vectors, bm25s for identifiers.
+"""Search indexes on disk: FAISS for vectors, bm25s for identifiers, one folder per codebase.
 
-Layout under PLANAGENTS_INDEX_DIR/<codebase_id>/:
+Every function takes the folder, or a codebase id for PLANAGENTS_INDEX_DIR/<codebase_id>/
+(the app's layout; rag.api works on any folder, with no Django settings needed). Layout:
   dense.faiss     IndexFlatIP over unit vectors; row n is the Chunk with ordinal n
   lexical.json    points at the current bm25s folder (swapped atomically, like dense.faiss)
   lexical-<hex>/  the bm25s index itself
@@ -8,6 +9,7 @@ Layout under PLANAGENTS_INDEX_DIR/<codebase_id>/:
   map.json        the CodeMap: paths, roles, chunk → file, symbols, dense row → chunk
   vectors.npz     text key → vector of every embedded chunk, so a re-index of a changed
                   upload only embeds the chunks whose text changed
+  chunks.json     (rag.api only) each chunk's file, lines and text, for answers without a database
 
 Files are written under a temporary name and moved into place with os.replace, so a reader
 sees the old index or the new one, never half of one. Loaded indexes are cached per process
@@ -28,7 +30,6 @@ from typing import Any
 import bm25s
 import faiss
 import numpy as np
-from django.conf import settings
 
 DENSE_FILE = "dense.faiss"
 LEXICAL_POINTER = "lexical.json"
@@ -36,12 +37,21 @@ FILES_POINTER = "files.json"
 MAP_FILE = "map.json"
 VECTORS_FILE = "vectors.npz"
 
+CHUNKS_FILE = "chunks.json"
+
 _lock = threading.Lock()
-_cache: dict[tuple[int, str], tuple[int, Any]] = {}
+_cache: dict[tuple[str, str], tuple[int, Any]] = {}
+
+Where = int | str | Path
+"""A codebase id (the app's folder for it) or a folder."""
 
 
-def index_dir(codebase_id: int) -> Path:
-    return Path(settings.PLANAGENTS_INDEX_DIR) / str(codebase_id)
+def index_dir(where: Where) -> Path:
+    if isinstance(where, int):
+        from django.conf import settings
+
+        return Path(settings.PLANAGENTS_INDEX_DIR) / str(where)
+    return Path(where)
 
 
 def build_dense(vectors: np.ndarray) -> faiss.Index:
@@ -79,8 +89,8 @@ def top_lexical(retriever: Any, tokens: list[str], k: int) -> list[tuple[int, fl
     return [(int(i), float(scores[i])) for i in top if scores[i] > 0]
 
 
-def write_dense(codebase_id: int, vectors: np.ndarray) -> None:
-    folder = index_dir(codebase_id)
+def write_dense(where: Where, vectors: np.ndarray) -> None:
+    folder = index_dir(where)
     folder.mkdir(parents=True, exist_ok=True)
     index = build_dense(vectors)
     fd, tmp = tempfile.mkstemp(prefix=".dense-", suffix=".tmp", dir=folder)
@@ -93,10 +103,8 @@ def write_dense(codebase_id: int, vectors: np.ndarray) -> None:
             os.unlink(tmp)
 
 
-def write_lexical(
-    codebase_id: int, documents: list[list[str]], pointer: str = LEXICAL_POINTER
-) -> None:
-    folder = index_dir(codebase_id)
+def write_lexical(where: Where, documents: list[list[str]], pointer: str = LEXICAL_POINTER) -> None:
+    folder = index_dir(where)
     folder.mkdir(parents=True, exist_ok=True)
     prefix = pointer.removesuffix(".json")
     name = f"{prefix}-{secrets.token_hex(6)}"
@@ -107,14 +115,14 @@ def write_lexical(
             shutil.rmtree(old, ignore_errors=True)
 
 
-def write_map(codebase_id: int, data: dict[str, Any]) -> None:
-    folder = index_dir(codebase_id)
+def write_map(where: Where, data: dict[str, Any]) -> None:
+    folder = index_dir(where)
     folder.mkdir(parents=True, exist_ok=True)
     _atomic_write_text(folder / MAP_FILE, json.dumps(data))
 
 
-def write_vectors(codebase_id: int, keys: list[str], vectors: np.ndarray) -> None:
-    folder = index_dir(codebase_id)
+def write_vectors(where: Where, keys: list[str], vectors: np.ndarray) -> None:
+    folder = index_dir(where)
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".vectors-", suffix=".npz", dir=folder)
     os.close(fd)
@@ -126,9 +134,9 @@ def write_vectors(codebase_id: int, keys: list[str], vectors: np.ndarray) -> Non
             os.unlink(tmp)
 
 
-def load_vectors(codebase_id: int) -> dict[str, np.ndarray]:
+def load_vectors(where: Where) -> dict[str, np.ndarray]:
     """The vectors of the last build by text key, or {} when there is none (or it is unreadable)."""
-    path = index_dir(codebase_id) / VECTORS_FILE
+    path = index_dir(where) / VECTORS_FILE
     try:
         data = np.load(path)
         return dict(zip((str(k) for k in data["keys"]), data["vectors"], strict=True))
@@ -136,33 +144,44 @@ def load_vectors(codebase_id: int) -> dict[str, np.ndarray]:
         return {}
 
 
-def load_dense(codebase_id: int) -> Any:
-    return _load(codebase_id, DENSE_FILE, lambda path: faiss.read_index(str(path)))
+def load_dense(where: Where) -> Any:
+    return _load(where, DENSE_FILE, lambda path: faiss.read_index(str(path)))
 
 
-def load_lexical(codebase_id: int, pointer: str = LEXICAL_POINTER) -> Any:
-    return _load(codebase_id, pointer, _read_lexical)
+def load_lexical(where: Where, pointer: str = LEXICAL_POINTER) -> Any:
+    return _load(where, pointer, _read_lexical)
 
 
-def load_map(codebase_id: int) -> dict[str, Any] | None:
-    return _load(codebase_id, MAP_FILE, lambda path: json.loads(path.read_text()))
+def load_map(where: Where) -> dict[str, Any] | None:
+    return _load(where, MAP_FILE, lambda path: json.loads(path.read_text()))
 
 
-def delete(codebase_id: int) -> None:
-    shutil.rmtree(index_dir(codebase_id), ignore_errors=True)
+def write_chunks(where: Where, data: dict[str, Any]) -> None:
+    folder = index_dir(where)
+    folder.mkdir(parents=True, exist_ok=True)
+    _atomic_write_text(folder / CHUNKS_FILE, json.dumps(data))
+
+
+def load_chunks(where: Where) -> dict[str, Any] | None:
+    return _load(where, CHUNKS_FILE, lambda path: json.loads(path.read_text()))
+
+
+def delete(where: Where) -> None:
+    folder = index_dir(where)
+    shutil.rmtree(folder, ignore_errors=True)
     with _lock:
-        for key in [key for key in _cache if key[0] == codebase_id]:
+        for key in [key for key in _cache if key[0] == str(folder)]:
             del _cache[key]
 
 
-def search_dense(codebase_id: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+def search_dense(where: Where, query: np.ndarray, k: int) -> list[tuple[int, float]]:
     """(row, cosine similarity) pairs, best first."""
-    return top_dense(load_dense(codebase_id), query, k)
+    return top_dense(load_dense(where), query, k)
 
 
-def search_lexical(codebase_id: int, tokens: list[str], k: int) -> list[tuple[int, float]]:
+def search_lexical(where: Where, tokens: list[str], k: int) -> list[tuple[int, float]]:
     """(ordinal, BM25 score) pairs with a positive score, best first."""
-    return top_lexical(load_lexical(codebase_id), tokens, k)
+    return top_lexical(load_lexical(where), tokens, k)
 
 
 def _read_lexical(pointer: Path) -> bm25s.BM25:
@@ -170,13 +189,13 @@ def _read_lexical(pointer: Path) -> bm25s.BM25:
     return bm25s.BM25.load(str(folder), show_progress=False)
 
 
-def _load(codebase_id: int, filename: str, reader: Any) -> Any:
-    path = index_dir(codebase_id) / filename
+def _load(where: Where, filename: str, reader: Any) -> Any:
+    path = index_dir(where) / filename
     try:
         mtime = path.stat().st_mtime_ns
     except FileNotFoundError:
         return None
-    key = (codebase_id, filename)
+    key = (str(path.parent), filename)
     with _lock:
         cached = _cache.get(key)
         if cached and cached[0] == mtime:

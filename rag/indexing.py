@@ -1,9 +1,17 @@
 """The indexing job: raw upload → files, chunks, vectors and search indexes.
 
-Stages and their share of the progress bar: parsing 0–10, chunking 10–20, embedding 20–90,
-indexing 90–100. The job is safe to run twice: it claims the codebase with a compare-and-swap,
-builds everything new outside the database, and swaps the old files and chunks for the new
-ones in one transaction.
+Stages and their share of the progress bar: parsing 0–10, chunking and the lexical index
+10–90, storing the rows 90–100. The codebase is ready (searchable lexically, by symbol and by
+path) as soon as the rows are stored; its vectors are computed after that, in blocks written
+as they are done, and the ranking uses those there are (the page shows "vectors: k of n"). The job is safe to run twice: it holds the codebase's lease while it works
+(planagents.leases, renewed from a thread that also beats `updated_at`), so a second copy
+leaves at once; it builds everything new outside the database and swaps the old files and
+chunks for the new ones in one transaction that checks nobody changed the codebase meanwhile.
+
+A job that dies (a restart, a killed worker) stops renewing its lease. `resume_if_stalled`
+sends such a codebase to a new job (`resume_indexing`) once the lease has run out and nothing
+has moved for as long: the codebase page calls it when it looks (the embedded default has no
+other process to notice), and every Celery worker's sweep calls `recover_stalled_indexing`.
 """
 
 from __future__ import annotations
@@ -16,43 +24,102 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from rag import embeddings, index, pipeline
+from planagents import leases
+from planagents.jobs import dispatch
+from rag import api, embeddings, index, pipeline, profile
 from rag.models import Chunk, Codebase, CodeFile
-from rag.parsers.archive import is_zip, read_zip
-from rag.parsers.repomix import PackError, ParsedFile, parse_repomix, sniff
+from rag.parsers import PackError, ParseResult, parse_upload
 from rag.pipeline import FileRecord
 
 log = logging.getLogger(__name__)
 
 Status = Codebase.Status
-STALE_AFTER = timedelta(minutes=10)
-"""An "indexing" codebase untouched this long was left by a crashed worker; take it over."""
+UNFINISHED = (Status.PENDING, Status.INDEXING)
+UNEXPECTED = (
+    "Indexing stopped on an error on our side, not in your upload; it was logged for the "
+    "maintainers. Press “Index again”; if it fails again, upload a new version."
+)
+TOO_DEEP = (
+    "Indexing stopped: something in the upload is nested too deeply to read (a document or "
+    "folders hundreds of levels deep). Upload a new version without it."
+)
+TOO_BIG = (
+    "Indexing ran out of memory on this upload. Pack fewer files (Repomix --include / "
+    "--ignore) and upload a new version."
+)
+
+
+def lease_name(codebase_id: int) -> str:
+    return f"codebase:{codebase_id}"
+
+
+def stale_after() -> timedelta:
+    """How long an unfinished codebase may go without a sign of life before it is resumed:
+    one lease period, three missed renewals."""
+    return timedelta(seconds=settings.PLANAGENTS_JOB_LEASE_SECONDS)
 
 
 def index_codebase(codebase_id: int) -> None:
     """Build (or rebuild) a codebase's files, chunks and indexes, ending ready or failed."""
-    if not _claim(codebase_id):
-        log.info("codebase %s is missing or being indexed elsewhere; skipping", codebase_id)
+    _run(codebase_id, Codebase.objects.filter(pk=codebase_id))
+
+
+def resume_indexing(codebase_id: int) -> None:
+    """The job `resume_if_stalled` dispatches: index the codebase only if it still waits.
+    The sweep cannot tell a job that died from one still queued behind others; when it was
+    the latter, this copy finds the codebase ready and leaves it be."""
+    _run(codebase_id, Codebase.objects.filter(pk=codebase_id, status__in=UNFINISHED))
+
+
+def _run(codebase_id: int, claimable: QuerySet[Codebase]) -> None:
+    try:
+        with leases.held(lease_name(codebase_id), on_renew=lambda: _beat(codebase_id)):
+            if not _claim(claimable):
+                log.info("codebase %s is gone or indexed already; skipping", codebase_id)
+                return
+            _index(codebase_id)
+    except leases.LeaseHeld:
+        log.info("codebase %s is being indexed by another job; skipping", codebase_id)
         return
+    # A new version that came while we filled in vectors found our lease and left: its job
+    # is ours to start, now that the lease is free.
+    if Codebase.objects.filter(pk=codebase_id, status=Status.PENDING).exists():
+        dispatch(resume_indexing, codebase_id)
+
+
+def _index(codebase_id: int) -> None:
     try:
         _build(codebase_id)
+    except Superseded:
+        log.info("codebase %s changed while its vectors filled in; stopped", codebase_id)
     except PackError as exc:
         _fail(codebase_id, exc.message)
-    except Exception as exc:
+    except RecursionError:
+        log.exception("indexing codebase %s recursed too deep", codebase_id)
+        _fail(codebase_id, TOO_DEEP)
+    except MemoryError:
+        log.exception("indexing codebase %s ran out of memory", codebase_id)
+        _fail(codebase_id, TOO_BIG)
+    except Exception:
+        # The details are for the log: an exception's text is no message for an uploader.
         log.exception("indexing codebase %s failed", codebase_id)
-        _fail(codebase_id, f"Indexing failed unexpectedly ({type(exc).__name__}: {exc}).")
+        _fail(codebase_id, UNEXPECTED)
 
 
-def _claim(codebase_id: int) -> bool:
-    now = timezone.now()
+def _claim(claimable: QuerySet[Codebase]) -> bool:
+    """Move the codebase to indexing. We hold its lease, so no other job is on it: one that
+    left it "indexing" is gone."""
     fields = {"status": Status.INDEXING, "progress": 0, "progress_stage": "parsing", "error": ""}
-    claimable = Codebase.objects.filter(pk=codebase_id)
-    if claimable.exclude(status=Status.INDEXING).update(**fields, updated_at=now):
-        return True
-    stale = claimable.filter(status=Status.INDEXING, updated_at__lt=now - STALE_AFTER)
-    return stale.update(**fields, updated_at=now) == 1
+    return claimable.update(**fields, warnings=[], updated_at=timezone.now()) == 1
+
+
+def _beat(codebase_id: int) -> None:
+    Codebase.objects.filter(pk=codebase_id, status=Status.INDEXING).update(
+        updated_at=timezone.now()
+    )
 
 
 def _progress(codebase_id: int, percent: int, stage: str) -> None:
@@ -67,63 +134,134 @@ def _fail(codebase_id: int, message: str) -> None:
     )
 
 
-def read_upload(codebase: Codebase) -> tuple[str, list[ParsedFile]]:
-    """Parse the raw upload: one pack, or several parts (e.g. Repomix --split-output)."""
+def is_stalled(codebase: Codebase) -> bool:
+    """Whether the codebase waits for a job that is gone (nothing moved for a lease period and
+    nobody holds its lease)."""
+    return (
+        codebase.status in UNFINISHED
+        and codebase.updated_at < timezone.now() - stale_after()
+        and not leases.is_live(lease_name(codebase.pk))
+    )
+
+
+def resume_if_stalled(codebase_id: int) -> bool:
+    """Send a codebase whose indexing job died to a new job; True when this call did.
+
+    Several callers may race (page polls, sweeps on every worker): the compare-and-swap on
+    `updated_at` lets one of them through per lease period, and a job that finds the
+    codebase already claimed leaves it alone."""
+    if leases.is_live(lease_name(codebase_id)):
+        return False
+    now = timezone.now()
+    with transaction.atomic():
+        moved = Codebase.objects.filter(
+            pk=codebase_id, status__in=UNFINISHED, updated_at__lt=now - stale_after()
+        ).update(status=Status.PENDING, progress=0, progress_stage="", updated_at=now)
+        if moved:
+            log.warning("codebase %s: its indexing job died; dispatched it again", codebase_id)
+            dispatch(resume_indexing, codebase_id)
+    return bool(moved)
+
+
+def resume_vectors_if_stalled(codebase: Codebase) -> bool:
+    """Index a ready codebase again when its vectors stopped filling in (the job died, or the
+    encoder failed after the codebase opened) and nothing has moved for a lease period; True
+    when this call did. The vectors computed so far are kept and reused."""
+    if codebase.status != Status.READY or codebase.updated_at >= timezone.now() - stale_after():
+        return False
+    done, total = api.vector_counts(codebase.pk)
+    if done >= total or leases.is_live(lease_name(codebase.pk)):
+        return False
+    with transaction.atomic():
+        moved = Codebase.objects.filter(
+            pk=codebase.pk, status=Status.READY, updated_at=codebase.updated_at
+        ).update(status=Status.PENDING, progress=0, progress_stage="", updated_at=timezone.now())
+        if moved:
+            log.warning("codebase %s: its vectors stopped at %d of %d", codebase.pk, done, total)
+            dispatch(index_codebase, codebase.pk)
+    return bool(moved)
+
+
+def recover_stalled_indexing() -> list[int]:
+    """Dispatch again every codebase whose indexing job died; the ids it dispatched."""
+    cutoff = timezone.now() - stale_after()
+    candidates = Codebase.objects.filter(status__in=UNFINISHED, updated_at__lt=cutoff)
+    return [pk for pk in candidates.values_list("pk", flat=True) if resume_if_stalled(pk)]
+
+
+def read_upload(codebase: Codebase) -> ParseResult:
+    """Parse the kept upload: one pack, several parts (Repomix --split-output), or a zip."""
     if not codebase.upload_path:
         raise PackError("Expected an uploaded pack but this codebase has none on record.")
     root = Path(settings.DATA_DIR) / codebase.upload_path
     parts = sorted(p for p in root.iterdir() if p.is_file()) if root.is_dir() else [root]
     if not parts or not all(p.exists() for p in parts):
         raise PackError(f"Expected the uploaded pack at {codebase.upload_path} but it is gone.")
-    style = ""
-    merged: dict[str, ParsedFile] = {}
-    for part in parts:
-        data = part.read_bytes()
-        if is_zip(data):
-            style = style or "zip"
-            files = read_zip(data).files
-        else:
-            style = style or sniff(data)
-            files = parse_repomix(data)
-        for parsed in files:
-            merged.pop(parsed.path, None)
-            merged[parsed.path] = parsed
-    return style, list(merged.values())
+    # Parts are kept as "001-<uploaded name>"; messages name the part as it was uploaded.
+    return parse_upload([(p.name.partition("-")[2] or p.name, p.read_bytes()) for p in parts])
 
 
 def _build(codebase_id: int) -> None:
     codebase = Codebase.objects.get(pk=codebase_id)
-    style, parsed = read_upload(codebase)
+    parsed = read_upload(codebase)
     _progress(codebase_id, 10, "chunking")
-    records = pipeline.prepare(parsed)
-    dense = pipeline.chunk_texts(records)
-    _progress(codebase_id, 20, "embedding")
-
     known = (
         index.load_vectors(codebase_id)
         if codebase.embedding_model == embeddings.model_name()
         else {}
     )
 
+    opened: list[str] = []  # the upload digest the rows were stored for, once they are
+
     def report(done: int, total: int) -> None:
-        _progress(codebase_id, 20 + 70 * done // max(total, 1), "embedding")
+        if opened:
+            # The codebase is open; vectors fill in behind. Stop when a new version (or a
+            # delete) took it over: its job waits for our lease.
+            if not Codebase.objects.filter(
+                pk=codebase_id, status=Status.READY, upload_sha256=opened[0]
+            ).exists():
+                raise Superseded()
+        else:
+            _progress(codebase_id, 20 + 70 * done // max(total, 1), "embedding")
 
-    vectors, computed = pipeline.embed_texts([t for _, t in dense], known, report)
-    log.info("codebase %s: %d vectors, %d computed", codebase_id, len(dense), computed)
-    _progress(codebase_id, 90, "indexing")
+    def open_codebase(built: api.Built) -> None:
+        """The lexical index is written: store the rows and open the codebase for search.
+        Vectors keep coming; the ranking uses those there are (rag.api.vector_counts)."""
+        _progress(codebase_id, 90, "indexing")
+        profile.build_into(index.index_dir(codebase_id), built.records)
+        _store(codebase_id, parsed, built.records)
+        opened.append(codebase.upload_sha256)
 
-    if any(r.chunks for r in records):
-        index.write_dense(codebase_id, vectors)
-        index.write_lexical(codebase_id, pipeline.lexical_documents(records))
-        index.write_lexical(codebase_id, pipeline.file_documents(records), index.FILES_POINTER)
-        index.write_map(codebase_id, pipeline.code_map(records, [o for o, _ in dense]).to_json())
-        index.write_vectors(codebase_id, [pipeline.text_key(t) for _, t in dense], vectors)
-    else:
+    # rag.api does roles (with the uploader's overrides), chunks, a vector for every source
+    # chunk, BM25 and the code map: the same code the retrieval benches measure. The lexical
+    # side is written first and the codebase opens then (open_codebase); the vectors follow.
+    # Withheld files are stored (so the page can say so) but never searched.
+    built = api.index_files(
+        parsed.files,
+        index.index_dir(codebase_id),
+        role_overrides=codebase.role_overrides or None,
+        known=known,
+        progress=report,
+        keep_text=False,
+        vectors_behind=True,
+        on_lexical=open_codebase,
+    )
+    log.info(
+        "codebase %s: %d vectors, %d computed",
+        codebase_id,
+        len(built.dense_ordinals),
+        built.computed,
+    )
+    if not any(r.chunks for r in pipeline.searchable(built.records)):
         index.delete(codebase_id)
-    _store(codebase_id, style, records)
+        profile.build_into(index.index_dir(codebase_id), built.records)
 
 
-def _store(codebase_id: int, style: str, files: list[FileRecord]) -> None:
+class Superseded(Exception):
+    """The codebase changed while its vectors were filling in (a new version, a delete)."""
+
+
+def _store(codebase_id: int, parsed: ParseResult, files: list[FileRecord]) -> None:
     with transaction.atomic():
         CodeFile.objects.filter(codebase_id=codebase_id).delete()  # cascades to chunks
         rows = CodeFile.objects.bulk_create(
@@ -136,6 +274,7 @@ def _store(codebase_id: int, style: str, files: list[FileRecord]) -> None:
                     size=f.size,
                     line_count=f.line_count,
                     sha256=f.sha256,
+                    withheld_reason=f.withheld_reason[:200],
                     content=f.content,
                 )
                 for f in files
@@ -162,7 +301,8 @@ def _store(codebase_id: int, style: str, files: list[FileRecord]) -> None:
             digest.update(f"{path}\0{sha}\n".encode("utf-8", "surrogatepass"))
         done = Codebase.objects.filter(pk=codebase_id, status=Status.INDEXING).update(
             status=Status.READY,
-            source_format=style,
+            source_format=parsed.style,
+            warnings=parsed.warnings,
             progress=100,
             progress_stage="ready",
             error="",

@@ -29,13 +29,18 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+def path_tokens(path: str) -> list[str]:
+    """A path's segments and stem, split like identifiers."""
+    return tokenize(re.sub(r"[/.\-]", " ", path))
+
+
 def document_tokens(path: str, text: str) -> list[str]:
     """A chunk's tokens: its path's segments and stem, then the identifiers in its text."""
-    return tokenize(re.sub(r"[/.\-]", " ", path)) + tokenize(text)
+    return path_tokens(path) + tokenize(text)
 
 
 def file_tokens(path: str, content: str) -> list[str]:
     """A whole file's tokens for the file-level index: its path tokens (twice, since a path
     names what the whole file is about), then the identifiers in its content."""
-    path_part = tokenize(re.sub(r"[/.\-]", " ", path))
+    path_part = path_tokens(path)
     return path_part + path_part + tokenize(content)

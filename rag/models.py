@@ -37,8 +37,14 @@ class Codebase(models.Model):
     """Detected languages and how many files each has, e.g. {"python": 12}."""
     content_hash = models.CharField(max_length=64, blank=True)
     """sha256 over the sorted (path, file sha256) pairs: equal packs have equal hashes."""
+    upload_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
+    """sha256 of the uploaded bytes (parts in order), to recognise the same pack uploaded twice."""
     embedding_model = models.CharField(max_length=100, blank=True)
     """Which sentence encoder produced the vectors in the index."""
+    warnings = models.JSONField(default=list, blank=True)
+    """Things the uploader should know about the pack (files its listing names but it lacks, …)."""
+    role_overrides = models.JSONField(default=dict, blank=True)
+    """The uploader's own roles by path or folder prefix, e.g. {"packages/lib/": "vendored"}."""
     created_at = models.DateTimeField(auto_now_add=True)
     """When it was uploaded."""
     updated_at = models.DateTimeField(auto_now=True)
@@ -70,6 +76,8 @@ class CodeFile(models.Model):
     """Number of lines in the content."""
     sha256 = models.CharField(max_length=64)
     """sha256 of the content, to spot changed files on re-upload."""
+    withheld_reason = models.CharField(max_length=200, blank=True)
+    """Why the file is kept out of every prompt (it looks like it holds a secret); empty if not."""
     content = models.TextField()
     """The file's text, so agents and people can read the exact lines a plan cites."""
 
@@ -107,3 +115,64 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.file.path}:{self.start_line}-{self.end_line}"
+
+
+class Rule(models.Model):
+    """A planning rule of a codebase: every proposal and final plan is checked against it."""
+
+    class Severity(models.TextChoices):
+        CRITICAL = "critical", "Critical (blocks approval)"
+        NORMAL = "normal", "Normal"
+
+    codebase = models.ForeignKey(Codebase, on_delete=models.CASCADE, related_name="rules")
+    """The codebase the rule applies to."""
+    text = models.TextField()
+    """The rule in words; `@file:path` names a file whose text is shown with it."""
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.NORMAL)
+    """Critical: a plan breaking it waits for the human to override it, with a reason."""
+    enabled = models.BooleanField(default=True)
+    """Whether the rule reaches prompts and checks; detected rules are disabled, not deleted."""
+    source = models.CharField(max_length=1000, blank=True)
+    """The file it was detected in (AGENTS.md, CONTRIBUTING.md, …); empty when user-written."""
+    position = models.PositiveIntegerField(default=0)
+    """Order among the rules detected in the same file."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When it was written or detected."""
+    updated_at = models.DateTimeField(auto_now=True)
+    """When it last changed."""
+
+    class Meta:
+        ordering = ["codebase", "source", "position", "pk"]
+
+    def __str__(self) -> str:
+        return self.text[:60]
+
+
+class Pin(models.Model):
+    """Context pinned to a codebase: every new session's agents are shown it."""
+
+    class Kind(models.TextChoices):
+        FILE = "file", "File"
+        SNIPPET = "snippet", "Snippet"
+        NOTE = "note", "Note"
+
+    codebase = models.ForeignKey(Codebase, on_delete=models.CASCADE, related_name="pins")
+    """The codebase the pin belongs to."""
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    """A file (or some of its lines), a snippet of code, or a note in words."""
+    path = models.CharField(max_length=1000, blank=True)
+    """The pinned file's path (file pins), or where a snippet comes from (optional)."""
+    start_line = models.PositiveIntegerField(null=True, blank=True)
+    """First pinned line of the file, counting from 1; empty: from the start."""
+    end_line = models.PositiveIntegerField(null=True, blank=True)
+    """Last pinned line, inclusive; empty: to the end (within the prompt cap)."""
+    text = models.TextField(blank=True)
+    """The snippet's code or the note's words; empty for file pins."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When it was pinned."""
+
+    class Meta:
+        ordering = ["codebase", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.path or self.text[:40]}"

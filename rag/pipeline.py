@@ -13,25 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag import embeddings
-from rag.chunking import TextChunk, chunk_file, embedding_text, split_lines
+from rag.chunking import TextChunk, chunk_file, split_lines
 from rag.languages import language_for
 from rag.lexical import document_tokens, file_tokens
 from rag.parsers.repomix import ParsedFile
 from rag.roles import role_for
 from rag.search import CodeMap
 
-DENSE_ROLES = frozenset({"source"})
-"""Roles whose chunks get a dense vector. Everything else is still found lexically and by path.
-
-MiniLM on a small CPU embeds ~5–20 chunks a second; a repository like astropy has 40 000
-chunks, most of them tests, docs, data and vendored C. Embedding only the source keeps a big
-upload to minutes instead of hours, and on the swe-dev bench costs nothing (the files that
-fixes change are source; tests and docs are down-weighted anyway).
-"""
-DENSE_BUDGET = 4000
-"""At most this many chunks get a dense vector. Past it, files are taken round-robin: every
-source file's first chunk, then every file's second, and so on, so each file keeps its head
-(imports, class and function signatures) in the dense index and indexing time stays bounded."""
 EMBED_BATCH = 64
 
 
@@ -45,45 +33,41 @@ class FileRecord:
     size: int
     line_count: int
     chunks: list[TextChunk]
+    withheld_reason: str = ""
+    """Why the file holds no content and no chunks (it looks like it holds a secret)."""
 
 
 def prepare(parsed: Iterable[ParsedFile]) -> list[FileRecord]:
-    """Facts and chunks for each parsed file, in pack order."""
+    """Facts and chunks for each parsed file, in pack order.
+
+    A withheld file keeps its facts (size, lines, hash) but not its text: no chunk, vector,
+    index or stored row ever holds what it says, so nothing can put it in a prompt.
+    """
     records = []
     for item in parsed:
         data = item.content.encode("utf-8", "surrogatepass")
         language = language_for(item.path)
+        withheld = item.withheld_reason
         records.append(
             FileRecord(
                 path=item.path,
-                content=item.content,
+                content="" if withheld else item.content,
                 language=language,
                 role=role_for(item.path, item.content),
                 sha256=hashlib.sha256(data).hexdigest(),
                 size=len(data),
                 line_count=len(split_lines(item.content)),
-                chunks=chunk_file(item.content, language),
+                chunks=[] if withheld else chunk_file(item.content, language),
+                withheld_reason=withheld,
             )
         )
     return records
 
 
-def chunk_texts(records: list[FileRecord], budget: int | None = None) -> list[tuple[int, str]]:
-    """(ordinal, text to embed) for the chunks that get a dense vector, in ordinal order."""
-    budget = DENSE_BUDGET if budget is None else budget
-    by_depth: list[tuple[int, int, int, int]] = []  # (depth, file, ordinal, chunk)
-    ordinal = 0
-    for n, record in enumerate(records):
-        for depth, _ in enumerate(record.chunks):
-            if record.role in DENSE_ROLES:
-                by_depth.append((depth, n, ordinal, depth))
-            ordinal += 1
-    chosen = sorted(by_depth)[:budget]
-    chosen.sort(key=lambda item: item[2])
-    return [
-        (ordinal, embedding_text(records[n].path, records[n].chunks[c]))
-        for _, n, ordinal, c in chosen
-    ]
+def searchable(records: list[FileRecord]) -> list[FileRecord]:
+    """The records the search indexes cover: all but the withheld ones. Withheld files have no
+    chunks, so chunk ordinals are the same counted over these or over all records."""
+    return [r for r in records if not r.withheld_reason]
 
 
 def text_key(text: str) -> str:

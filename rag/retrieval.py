@@ -3,29 +3,27 @@
 `retrieve` ranks files first (rag.search: dense + chunk BM25 + file BM25 + symbol, file name
 and path matches, fused by reciprocal rank and weighted by role), then shows the best chunks of
 the best files. Everything an agent cites comes back as a Hit with a real path and real lines.
+The ranking is rag.api's, the very code the benches measure; only chunk text comes from the
+database here.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
 
-from rag import embeddings, index
+from rag import index
+from rag.api import CodeIndex, Ranking
 from rag.chunking import split_lines
-from rag.lexical import tokenize
 from rag.models import Chunk, Codebase, CodeFile
-from rag.query import analyze, clean_path
-from rag.search import CodeMap, FileScore, Result, search
+from rag.paths import FileSet
+from rag.query import clean_path
+from rag.rerank import CodeFacts, rerank
+from rag.search import CodeMap
 
 log = logging.getLogger(__name__)
-
-CHUNK_DECAY = 0.5
-"""The n-th chunk of a file scores file_score / (1 + CHUNK_DECAY * n): a strong file may show
-several chunks, but the next file's best chunk soon outranks its weaker ones."""
-_REASON = {"symbols": "symbol match", "paths": "path match", "names": "file name match"}
 
 
 @dataclass(frozen=True)
@@ -47,34 +45,22 @@ class FileHit:
     path: str
     score: float
     reason: str
-
-
-@dataclass
-class _Ranked:
-    cmap: CodeMap
-    result: Result
-    tokens: list[str]
+    signals: dict[str, tuple[int, float]] = field(default_factory=dict, compare=False)
+    """Why the file ranked: signal → (its rank there, from 1; the signal's score)."""
 
 
 def retrieve(codebase: Codebase, query: str, k: int = 6) -> list[Hit]:
     """The k chunks of `codebase` that best answer `query`; [] until it is indexed."""
-    ranked = _rank(codebase, query, k)
-    if ranked is None:
+    ranking = _rank(codebase, query, k)
+    if ranking is None:
         return []
-    cmap, files = ranked.cmap, ranked.result.files
-    wanted: list[tuple[float, int, FileScore]] = []
-    missing: list[FileScore] = []
-    for file in files[: max(k, 8)]:
-        if not file.chunks:
-            missing.append(file)
-        for n, ordinal in enumerate(file.chunks[:k]):
-            wanted.append((file.score / (1 + CHUNK_DECAY * n), ordinal, file))
-    best = _best_chunks_of(codebase, cmap, missing, ranked.tokens)
-    for file in missing:
-        if file.file in best:
-            wanted.append((file.score, best[file.file], file))
-    wanted.sort(key=lambda item: -item[0])
-    wanted = wanted[:k]
+    cmap = ranking.cmap
+
+    def chunks_of(file: int) -> list[tuple[int, str]]:
+        rows = Chunk.objects.filter(codebase=codebase, file__path=cmap.paths[file])
+        return list(rows.values_list("ordinal", "text"))
+
+    wanted = ranking.chunks(k, chunks_of)
     rows = {
         c.ordinal: c
         for c in Chunk.objects.filter(
@@ -86,11 +72,6 @@ def retrieve(codebase: Codebase, query: str, k: int = 6) -> list[Hit]:
         chunk = rows.get(ordinal)
         if chunk is None or chunk.file.path != cmap.paths[file.file]:
             continue  # the index is newer or older than the rows; skip what does not match
-        found = (("dense", ranked.result.dense), ("lexical", ranked.result.lexical))
-        kinds = [name for name, ordinals in found if ordinal in ordinals]
-        extra = [_REASON[r] for r in file.reasons if r in _REASON]
-        if not kinds and "files" in file.reasons:
-            kinds = ["lexical"]
         hits.append(
             Hit(
                 path=chunk.file.path,
@@ -98,60 +79,39 @@ def retrieve(codebase: Codebase, query: str, k: int = 6) -> list[Hit]:
                 end_line=chunk.end_line,
                 text=chunk.text,
                 score=round(score, 6),
-                reason=", ".join(["+".join(kinds)] * bool(kinds) + extra) or "related file",
+                reason=ranking.reason(ordinal, file),
             )
         )
     return hits
 
 
 def retrieve_files(codebase: Codebase, query: str, k: int = 10) -> list[FileHit]:
-    """The k files of `codebase` most likely to need reading (or changing) for `query`."""
-    ranked = _rank(codebase, query, k)
-    if ranked is None:
+    """The k files of `codebase` most likely to need reading (or changing) for `query`, each
+    with the signals that ranked it."""
+    ranking = _rank(codebase, query, k)
+    if ranking is None:
         return []
     return [
-        FileHit(
-            ranked.cmap.paths[f.file],
-            round(f.score, 6),
-            ", ".join(f.reasons) or "related file",
-        )
-        for f in ranked.result.files[:k]
+        FileHit(f.path, f.score, ", ".join(f.reasons) or "related file", f.signals)
+        for f in ranking.files(k)
     ]
 
 
-def _rank(codebase: Codebase, query: str, k: int) -> _Ranked | None:
+def rerank_paths(codebase: Codebase, task: str, paths: list[str]) -> list[str]:
+    """`paths` (retrieved files, best first) re-ranked with what investigation finds: a method
+    the task calls, followed down the imports from the best file (rag.rerank)."""
+    facts = CodeFacts.load(index.index_dir(codebase.pk))
+    return [r.path for r in rerank(task, list(dict.fromkeys(paths)), facts)]
+
+
+def _rank(codebase: Codebase, query: str, k: int) -> Ranking | None:
     if not query.strip() or k <= 0:
         return None
     if codebase.status != Codebase.Status.READY or not codebase.chunk_count:
         log.warning("retrieve() on codebase %s that is %s", codebase.pk, codebase.status)
         return None
-    data = index.load_map(codebase.pk)
-    cmap = _code_map(data) if data is not None else _legacy_map(codebase)
-    terms = analyze(query)
-    vector = embeddings.embed([terms.text])[0] if cmap.dense_ordinals else None
-    result = search(
-        cmap,
-        terms,
-        vector,
-        index.load_dense(codebase.pk),
-        index.load_lexical(codebase.pk),
-        index.load_lexical(codebase.pk, index.FILES_POINTER),
-    )
-    return _Ranked(cmap, result, terms.tokens)
-
-
-_MAPS: dict[int, tuple[dict[str, Any], CodeMap]] = {}
-
-
-def _code_map(data: dict[str, Any]) -> CodeMap:
-    """One CodeMap per loaded map.json (index.py caches the dict until the file changes), so
-    what rag.search derives from it is built once, not once per query."""
-    cached = _MAPS.get(id(data))
-    if cached is None or cached[0] is not data:
-        if len(_MAPS) > 64:
-            _MAPS.clear()
-        cached = _MAPS[id(data)] = (data, CodeMap.from_json(data))
-    return cached[1]
+    code = CodeIndex(codebase.pk)
+    return code.rank(query, cmap=code.code_map() or _legacy_map(codebase))
 
 
 def _legacy_map(codebase: Codebase) -> CodeMap:
@@ -176,38 +136,19 @@ def _legacy_map(codebase: Codebase) -> CodeMap:
     )
 
 
-def _best_chunks_of(
-    codebase: Codebase, cmap: CodeMap, files: list[FileScore], tokens: list[str]
-) -> dict[int, int]:
-    """For files that matched as a whole (by name or file-level BM25), their chunk sharing the
-    most query tokens."""
-    wanted = set(tokens)
-    best: dict[int, int] = {}
-    for file in files:
-        chunks = Chunk.objects.filter(codebase=codebase, file__path=cmap.paths[file.file])
-        scored = [
-            (len(wanted & set(tokenize(c.text))), -c.ordinal, c.ordinal)
-            for c in chunks.only("ordinal", "text")
-        ]
-        if scored:
-            best[file.file] = max(scored)[2]
-    return best
-
-
 _clean = clean_path
 
 
 def resolve_path(codebase: Codebase, path: str) -> str | None:
-    """The codebase's real path for `path` ("./x", "/x", "x\\y", "x:12" all work), or None."""
+    """The codebase's real path for `path` ("./x", "/x", "x\\y", "x:12", "X", a unique tail of
+    the path all work: rag.paths.FileSet.resolve), or None."""
     cleaned = _clean(path)
     if not cleaned:
         return None
     files = CodeFile.objects.filter(codebase=codebase)
-    exact = files.filter(path=cleaned).values_list("path", flat=True).first()
-    if exact is not None:
-        return exact
-    folded = list(files.filter(path__iexact=cleaned).values_list("path", flat=True)[:2])
-    return folded[0] if len(folded) == 1 else None
+    if files.filter(path=cleaned).exists():
+        return cleaned
+    return FileSet(files.values_list("path", flat=True)).resolve(cleaned).path
 
 
 def file_exists(codebase: Codebase, path: str) -> bool:

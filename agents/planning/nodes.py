@@ -8,25 +8,44 @@ from typing import Any
 
 from django.conf import settings
 
-from agents.citations import extract_citations
+from agents import plan_rules, rules_gate
+from agents import rules as rules_check
+from agents.citations import extract_citations, ground_steps, sources_of
+from agents.decision_log import decision_log
+from agents.echoes import is_copied, without_repeated_steps
+from agents.investigation.evidence import Evidence, candidate_paths, evidence_context
+from agents.investigation.session import investigate as run_investigation
+from agents.investigation.session import load_evidence, profile_summary
+from agents.loops import hand_over, noted, session_loop
 from agents.plan import (
-    annotate_files,
+    append_version,
+    build_version,
+    check_file,
+    code_span,
     codebase_paths,
-    file_status,
-    normalize_path,
     render_plan,
     render_proposal,
     unique_files,
+    with_step_files,
 )
-from agents.prompts import AGENT_A, AGENT_B, code_context, language_rule
+from agents.prompts import AGENT_A, AGENT_B, agent_system, code_context, language_rule
 from agents.providers.base import ChatMessage
 from agents.runtime import TurnStream
-from agents.schemas import PlanDraft, Proposal
+from agents.schemas import PlanDraft, Proposal, merge_new_files, with_file_choices
 from agents.transcript import hit_citations, human_notes, retrieve_for
 from agents.turns import agent_for, structured_turn, text_turn
+from agents.verification import flag_citations, kept, verify_objections
 from conversations.models import Message, Plan, PlanningSession, PlanningState
+from conversations.store import message_payload
 from planagents.streaming import publish
+from rag import index as rag_index
+from rag import profile as rag_profile
+from rag.paths import FileSet
+from rag.pins import PinnedItem
 from rag.retrieval import Hit, closest_paths
+
+PROPOSAL_TOKENS = 1200
+PLAN_TOKENS = 1600
 
 
 @dataclass
@@ -34,15 +53,77 @@ class NodeContext:
     session: PlanningSession
     state: PlanningState
     hits: list[Hit] = field(default_factory=list)
-    paths: set[str] = field(default_factory=set)
+    paths: FileSet = field(default_factory=FileSet)
+    evidence: list[Evidence] = field(default_factory=list)
+    profile: str = ""
+    pinned: list[PinnedItem] = field(default_factory=list)
+    """The codebase's pins this session shows its agents ([P1]…)."""
 
     @classmethod
     def load(cls, session: PlanningSession, state: PlanningState) -> NodeContext:
         extra = state.feedback
-        return cls(session, state, retrieve_for(session, extra), codebase_paths(session.codebase))
+        return cls(
+            session,
+            state,
+            retrieve_for(session, extra),
+            codebase_paths(session.codebase),
+            load_evidence(session.pk, INVESTIGATION),
+            profile_summary(session),
+            pinned=rules_check.session_pins(session),
+        )
+
+    def grounding(self, code_budget: int = 4200) -> list[str]:
+        """What every agent prompt starts with, the same for each node so a prompt cache holds
+        it: the codebase profile, the evidence, the retrieved code (less once there is
+        evidence). The node's own request comes after it."""
+        parts = [f"Codebase:\n{self.profile}" if self.profile else ""]
+        parts += rules_check.prompt_sections(self.session, self.pinned)  # rules, pins: bounded
+        if self.evidence:
+            parts.append(evidence_context(self.evidence))
+            code_budget = min(code_budget, 1800)
+        parts.append(code_context(self.hits, budget=code_budget))
+        return [p for p in parts if p]
+
+    def candidates(self) -> tuple[str, ...]:
+        """The real files a proposal or plan may name (evidence first, then retrieval)."""
+        found = candidate_paths(self.evidence, [h.path for h in self.hits])
+        return tuple(p for p in found if p in self.paths)
+
+    def file_schema(self, schema: type[Proposal] | type[PlanDraft]) -> type[Any]:
+        """`schema` with its files held to the candidates, once investigation found some."""
+        candidates = self.candidates()
+        return with_file_choices(schema, candidates) if self.evidence and candidates else schema
+
+    def test_command(self) -> str:
+        found = rag_profile.load(rag_index.index_dir(self.session.codebase_id))
+        return found.test_command if found else ""
+
+    def fill_files(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A reply in the plain shape, with what the model cannot be trusted with fixed by
+        code: a "new" file that exists is modified instead, and a reply naming no file gets
+        the files the evidence found."""
+        data = merge_new_files(data)
+        files = []
+        for entry in data.get("files") or []:
+            resolved = self.paths.resolve(str(entry.get("path", "")))
+            if entry.get("action") == "create" and resolved.found:
+                entry = {**entry, "path": resolved.path, "action": "modify"}
+            files.append(entry)
+        if not files and self.evidence:
+            for item in self.evidence:
+                if (
+                    item.found
+                    and item.path in self.paths
+                    and item.path not in {f["path"] for f in files}
+                ):
+                    reason = f"Where the evidence points ([{item.label}]); the model named no file."
+                    files.append({"path": item.path, "action": "modify", "reason": reason})
+                if len(files) >= 2:
+                    break
+        return {**data, "files": files}
 
     def system(self, role_prompt: str) -> ChatMessage:
-        return ChatMessage("system", f"{role_prompt} {language_rule(self.session.language)}")
+        return agent_system(role_prompt, self.session.task_analysis, self.session.language)
 
     def notes(self) -> str:
         notes = human_notes(self.session)
@@ -51,6 +132,10 @@ class NodeContext:
             if notes
             else ""
         )
+
+
+INVESTIGATION = "investigate"
+"""The turn-key prefix of a session's investigation (it runs once, before the first proposal)."""
 
 
 @dataclass
@@ -74,14 +159,23 @@ def analyze_codebase(ctx: NodeContext) -> NodeResult:
         node="analyze_codebase",
         messages=[ctx.system(AGENT_A), ChatMessage("user", prompt)],
         max_tokens=320,
+        # The 0.5B model "analyses" by pasting the code it was shown back: redone once.
+        answering=code_context(ctx.hits),
+        answering_label="the code context",
     )
     _store_citations(ctx, message)
     return NodeResult({"analysis": message.content})
 
 
+def investigate(ctx: NodeContext) -> NodeResult:
+    """Agent A plans what to look up; the app runs it with read-only tools ([E1]…)."""
+    ctx.evidence = run_investigation(ctx.session, agent_for(ctx.session, "A"), key=INVESTIGATION)
+    return NodeResult({})
+
+
 def propose_changes(ctx: NodeContext) -> NodeResult:
     iteration = ctx.state.iteration + 1
-    parts = [f"Task: {ctx.session.task}{ctx.notes()}", code_context(ctx.hits)]
+    parts = [*ctx.grounding(), f"Task: {ctx.session.task}{ctx.notes()}"]
     if ctx.state.analysis:
         parts.append(f"Analysis so far:\n{ctx.state.analysis}")
     if ctx.state.proposal and ctx.state.review:
@@ -93,35 +187,53 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
         )
     if ctx.state.feedback:
         parts.append(f"The human asked for these changes:\n{ctx.state.feedback}")
-    parts.append(
+    request = (
         "Propose the change as JSON. summary: two or three sentences on what changes and why. "
         "steps: the ordered implementation steps, each with a short title, a detail that cites "
-        "`path:line`, and the files it touches. files: every file touched, each with its path "
-        "(for existing files, exactly as labelled in the code context), action (modify, create "
-        "or delete) and reason. " + language_rule(ctx.session.language)
+        f"{_cite(ctx)}, and the files it touches. {_files_rule(ctx)} "
+        + language_rule(ctx.session.language)
     )
+    parts.append(request)
+    schema = ctx.file_schema(Proposal)
     message, proposal = structured_turn(
         ctx.session,
         agent_for(ctx.session, "A"),
         turn_key=f"propose:{iteration}",
         node="propose_changes",
         messages=[ctx.system(AGENT_A), ChatMessage("user", "\n\n".join(parts))],
-        schema=Proposal,
-        render=lambda data, complete: render_proposal(data, ctx.paths, complete=complete),
-        max_tokens=600,
+        schema=schema,
+        render=lambda data, complete: render_proposal(
+            merge_new_files(data), ctx.paths, complete=complete
+        ),
+        # JSON cut off by the token limit cannot be repaired: on seaborn-3010 the 0.5B model's
+        # proposal ran past 600 tokens twice and the session paused. The budget fits five full
+        # steps and their files.
+        max_tokens=PROPOSAL_TOKENS,
     )
     _store_citations(ctx, message)
-    return NodeResult({"proposal": proposal.model_dump(), "iteration": iteration})
+    drafted = ctx.fill_files(proposal.model_dump())
+    data = without_copies(drafted, request, ctx.test_command())
+    _note_left_out(ctx, message, drafted, data, what="the proposal")
+    data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
+    data = with_step_files(data, ctx.paths)
+    return NodeResult({"proposal": data, "iteration": iteration})
 
 
 def review_and_refine(ctx: NodeContext) -> NodeResult:
     proposal_md = render_proposal(ctx.state.proposal, ctx.paths)
-    prompt = (
-        "Review Agent A's proposal (between the <proposal> tags) against the code: what is wrong "
-        "or missing, which files or tests it forgets, what you would change. Cite `path:line`. "
-        "Write only your review, at most 180 words.\n\n"
-        f"Task: {ctx.session.task}{ctx.notes()}\n\n{code_context(ctx.hits)}\n\n"
-        f"<proposal>\n{proposal_md}\n</proposal>\n\n{language_rule(ctx.session.language)}\n\nYour review:"
+    request = (
+        "Review Agent A's proposal (between the <proposal> tags) against the code: what is "
+        "wrong or missing, which files or tests it forgets, what you would change. Cite "
+        f"{_cite(ctx)}. Write only your review, at most 180 words. "
+        f"{language_rule(ctx.session.language)}\n\nYour review:"
+    )
+    prompt = "\n\n".join(
+        [
+            *ctx.grounding(),
+            f"Task: {ctx.session.task}{ctx.notes()}",
+            f"<proposal>\n{proposal_md}\n</proposal>",
+            request,
+        ]
     )
     message = text_turn(
         ctx.session,
@@ -130,9 +242,63 @@ def review_and_refine(ctx: NodeContext) -> NodeResult:
         node="review_and_refine",
         messages=[ctx.system(AGENT_B), ChatMessage("user", prompt)],
         max_tokens=320,
+        # A "review" that restates the proposal, or the task and the instruction, is no review.
+        answering=f"{proposal_md}\n{ctx.session.task}\n{request}",
+        answering_label="Agent A's proposal and the task",
     )
     _store_citations(ctx, message)
     return NodeResult({"review": message.content})
+
+
+def verify_review(ctx: NodeContext) -> NodeResult:
+    """Agent B's objections checked against the evidence: only those kept or updated reach
+    Agent A's next proposal (and the final plan). Nothing to check without evidence."""
+    checked = verify_objections(
+        ctx.session,
+        agent_for(ctx.session, "A"),
+        ctx.state.review,
+        ctx.evidence,
+        turn_key=f"verify:{ctx.state.iteration}",
+        restating=f"{render_proposal(ctx.state.proposal or {}, ctx.paths)}\n{ctx.session.task}",
+    )
+    if checked is None:
+        return NodeResult({})
+    return NodeResult({"review": kept(checked) or NOTHING_KEPT})
+
+
+def check_rules(ctx: NodeContext) -> NodeResult:
+    """The proposal checked against the codebase's rules (no call when it has none). A critical
+    violation holds approval at the checkpoint until the human overrides it with a reason."""
+    proposal_md = render_proposal(ctx.state.proposal or {}, ctx.paths)
+    key = rules_gate.proposal_key(ctx.state.iteration)
+    rules_check.check(
+        ctx.session, agent_for(ctx.session, "B"), "proposal", proposal_md, turn_key=key
+    )
+    return NodeResult({})
+
+
+def check_plan_rules(ctx: NodeContext) -> NodeResult:
+    """The final plan checked against the rules; the plan then says what the check found, the
+    overrides the human gave and the pins the agents were shown."""
+    plan = ctx.session.plans.order_by("-version").first()
+    if plan is None or "rules_check" in plan.structured:
+        return NodeResult({})  # no plan, or this one already carries its check (a re-run)
+    key = f"rules:plan:{plan.version}"
+    result = rules_check.check(
+        ctx.session, agent_for(ctx.session, "B"), "plan", plan.markdown, turn_key=key
+    )
+    structured = {**plan.structured, **rules_check.plan_data(ctx.session.pk, result, ctx.pinned)}
+    section = plan_rules.markdown(structured)
+    markdown = f"{plan.markdown.rstrip()}\n\n{section}\n" if section else plan.markdown
+    Plan.objects.filter(pk=plan.pk).update(markdown=markdown, structured=structured)
+    if section:
+        publish(ctx.session.pk, {"type": "plan.updated", "version": plan.version})
+    return NodeResult({})
+
+
+NOTHING_KEPT = "(Every objection was discarded: the evidence does not support it.)"
+LOOP_NODES = ("propose_changes", "review_and_refine")
+"""The replies the loop detector compares in planning mode."""
 
 
 def validate_proposal(ctx: NodeContext) -> NodeResult:
@@ -141,11 +307,30 @@ def validate_proposal(ctx: NodeContext) -> NodeResult:
     ok = not problems
     failures = ctx.state.validation_failures + (0 if ok else 1)
     retry = not ok and failures <= settings.PLANAGENTS_MAX_VALIDATION_RETRIES
+    loop_key = f"loop:{ctx.state.iteration}"
+    loop = None
+    if retry and not noted(ctx.session.pk, loop_key):
+        # The previous failure counts only within this run of retries (not before a checkpoint).
+        previous = (ctx.state.validation or {}).get("problems") or []
+        loop = session_loop(
+            ctx.session.pk,
+            nodes=LOOP_NODES,
+            problems=problems,
+            previous_problems=previous if ctx.state.validation_failures else [],
+        )
+    looping = retry and (loop is not None or noted(ctx.session.pk, loop_key))
+    retry = retry and not looping
     if ok:
         text = f"**Validation passed:** all {len(proposal.get('files', []))} file(s) check out against the codebase."
     else:
         listed = "\n".join(f"- {p}" for p in problems)
-        tail = "Sending it back to Agent A." if retry else "Retries used up; the human decides."
+        tail = (
+            "Sending it back to Agent A."
+            if retry
+            else "The agents are going in circles; the human decides."
+            if looping
+            else "Retries used up; the human decides."
+        )
         text = f"**Validation found** {len(problems)} problem(s):\n{listed}\n\n{tail}"
     stream = TurnStream(
         ctx.session.pk,
@@ -156,6 +341,8 @@ def validate_proposal(ctx: NodeContext) -> NodeResult:
     if stream.existing() is None:
         stream.open()
         stream.finish(content=text)
+    if loop is not None:
+        hand_over(ctx.session.pk, loop, turn_key=loop_key)
     validation = {"ok": ok, "problems": problems, "iteration": ctx.state.iteration}
     return NodeResult(
         {"validation": validation, "validation_failures": failures if retry else 0},
@@ -163,8 +350,25 @@ def validate_proposal(ctx: NodeContext) -> NodeResult:
     )
 
 
+def _cite(ctx: NodeContext) -> str:
+    return "`path:line` and the evidence as [E#]" if ctx.evidence else "`path:line`"
+
+
+def _files_rule(ctx: NodeContext) -> str:
+    if ctx.evidence and ctx.candidates():
+        return (
+            "files: every existing file touched, chosen from the codebase's files offered, with "
+            "action (modify or delete) and reason. new_files: only files that do not exist yet, "
+            "with their path and reason; usually none."
+        )
+    return (
+        "files: every file touched, each with its path (for existing files, exactly as "
+        "labelled in the code context), action (modify, create or delete) and reason."
+    )
+
+
 def proposal_problems(
-    session: PlanningSession, proposal: dict[str, Any], paths: set[str]
+    session: PlanningSession, proposal: dict[str, Any], paths: FileSet
 ) -> list[str]:
     problems: list[str] = []
     files = unique_files(proposal.get("files") or [])
@@ -173,59 +377,122 @@ def proposal_problems(
             "The proposal names no files; every change must say which files it touches."
         )
     for entry in files:
-        path = normalize_path(entry["path"])
         action = entry.get("action") or "modify"
-        status = file_status(path, action, paths)
-        if status == "missing":
-            near = closest_paths(session.codebase, path)
-            hint = f" Did you mean {', '.join(f'`{p}`' for p in near)}?" if near else ""
-            problems.append(f"`{path}` does not exist in the codebase (action: {action}).{hint}")
-        elif action == "create" and status == "exists":
-            problems.append(f"`{path}` already exists; modify it instead of creating it.")
+        checked = check_file(entry["path"], action, paths)
+        path = code_span(checked.path)
+        if checked.status == "invalid":
+            problems.append(f"{path} is not a usable file path (it {checked.reason}).")
+        elif checked.status == "missing":
+            near = closest_paths(session.codebase, checked.path)
+            hint = f" Did you mean {', '.join(code_span(p) for p in near)}?" if near else ""
+            problems.append(f"{path} does not exist in the codebase (action: {action}).{hint}")
+        elif action == "create" and checked.status == "exists":
+            problems.append(f"{path} already exists; modify it instead of creating it.")
     return problems
 
 
 def finalize_plan(ctx: NodeContext) -> NodeResult:
-    version = (
-        ctx.session.plans.order_by("-version").values_list("version", flat=True).first() or 0
-    ) + 1
     proposal_md = render_proposal(ctx.state.proposal, ctx.paths)
+    request = (
+        "Write the final implementation plan as JSON. summary: a short paragraph on what the "
+        "change does and why. decisions: the design choices, each with its reason. steps: "
+        f"ordered, each with a title, a detail citing {_cite(ctx)}, and its files. "
+        f"{_files_rule(ctx)} testing: the concrete tests to add or run. risks: the concrete "
+        "failure cases of this change and how to guard against them. effort: size S, M, L "
+        "or XL and an estimate such as '2-3 days'. " + language_rule(ctx.session.language)
+    )
     prompt = "\n\n".join(
         [
+            *ctx.grounding(code_budget=2500),
             f"Task: {ctx.session.task}{ctx.notes()}",
-            code_context(ctx.hits, budget=2500),
             f"Approved proposal:\n{proposal_md}",
             f"Reviewer's critique:\n{ctx.state.review}" if ctx.state.review else "",
-            "Write the final implementation plan as JSON. summary: a short paragraph on what the "
-            "change does and why. decisions: the design choices, each with its reason. steps: "
-            "ordered, each with a title, a detail citing `path:line`, and its files. files: every "
-            "file touched with its path (existing files exactly as labelled in the code context), "
-            "action (modify, create or delete) and reason. testing: how to test it. risks: what "
-            "could go wrong and how to guard against it. effort: size S, M, L or XL and an "
-            "estimate such as '2-3 days'. " + language_rule(ctx.session.language),
+            request,
         ]
     )
     message, draft = structured_turn(
         ctx.session,
         agent_for(ctx.session, "A"),
-        turn_key=f"finalize:{version}",
+        # The checkpoint approved the proposal of this iteration, which stays the same until the
+        # next proposal: a run that crashed after this turn finds it finished, not a new one.
+        turn_key=f"finalize:{ctx.state.iteration}",
         node="finalize_plan",
         messages=[ctx.system(AGENT_A), ChatMessage("user", prompt)],
-        schema=PlanDraft,
+        schema=ctx.file_schema(PlanDraft),
         render=lambda data, complete: render_plan(
-            data, ctx.paths, title=ctx.session.title, complete=complete
+            merge_new_files(data), ctx.paths, title=ctx.session.title, complete=complete
         ),
-        max_tokens=900,
+        max_tokens=PLAN_TOKENS,
     )
     _store_citations(ctx, message)
-    structured = annotate_files(draft.model_dump(), ctx.paths)
-    plan, _ = Plan.objects.get_or_create(
-        session=ctx.session,
-        version=version,
-        defaults={"markdown": message.content, "structured": structured},
+    drafted = ctx.fill_files(draft.model_dump())
+    data = without_copies(drafted, request, ctx.test_command())
+    _note_left_out(ctx, message, drafted, data, what="the plan")
+    data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
+    data = with_step_files(data, ctx.paths)
+    # The disagreement behind the plan comes from the session's messages, not from the model.
+    data["decision_log"] = decision_log(ctx.session)
+    markdown, structured = build_version(data, ctx.session.codebase, title=ctx.session.title)
+    # Keyed by its turn, not by a count: human edits and regenerations number versions too,
+    # and a re-run of this turn must find its plan, not write over another version.
+    note = f"Final plan of proposal {ctx.state.iteration}"
+    plan = Plan.objects.filter(session=ctx.session, note=note).first() or append_version(
+        ctx.session, markdown, structured, note=note
     )
     publish(ctx.session.pk, {"type": "plan.updated", "version": plan.version})
     return NodeResult({})
+
+
+def without_copies(data: dict[str, Any], request: str, test_command: str) -> dict[str, Any]:
+    """The plan with every field that copies the request's own words taken out: the 0.5B model
+    writes "Two or three sentences on what changes and why." as the summary and paraphrases
+    "the concrete tests to add or run" as its Testing. A plan shows nothing rather than the
+    prompt; where code knows better, it fills the gap (the summary from the steps' titles, the
+    tests from the codebase's test command)."""
+    prose = ("summary", "decisions", "testing", "risks")  # a proposal has only the summary
+    out = dict(data)
+    for key in prose:
+        value = out.get(key)
+        if isinstance(value, str) and is_copied(value, request):
+            out[key] = ""
+        elif isinstance(value, list):
+            out[key] = [v for v in value if not (isinstance(v, str) and is_copied(v, request))]
+    titles = [str(s.get("title", "")).strip() for s in out.get("steps") or [] if s.get("title")]
+    if not str(out.get("summary") or "").strip() and titles:
+        out["summary"] = "The change, step by step: " + "; ".join(titles) + "."
+    if not out.get("testing") and data.get("testing") is not None:
+        run = f"`{test_command}`" if test_command else "the project's tests"
+        out["testing"] = [
+            f"Add a test that reproduces the task's problem and fails before the change; run {run}."
+        ]
+    return out
+
+
+def _note_left_out(
+    ctx: NodeContext, message: Message, drafted: dict[str, Any], kept: dict[str, Any], *, what: str
+) -> None:
+    """Say on the finalize message what the plan left out of the model's draft (fields that
+    repeated the instructions), so the session page and the plan page tell one story; the
+    draft as written stays in the Trace."""
+    dropped: list[str] = []
+    for key in ("summary", "decisions", "testing", "risks"):
+        before, after = drafted.get(key), kept.get(key)
+        if isinstance(before, list):
+            gone = [v for v in before if isinstance(v, str) and v not in (after or [])]
+        else:
+            gone = [before] if isinstance(before, str) and before and before != after else []
+        dropped += [f"{key.capitalize()}: “{v[:80]}”" for v in gone]
+    if not dropped:
+        return
+    note = (
+        f"\n\n_Left out of {what}: {len(dropped)} item(s) that repeat the instructions "
+        "instead of answering them (" + "; ".join(dropped) + ")._"
+    )
+    if note in message.content:  # a re-run of this node after a crash
+        return
+    message.content += note
+    Message.objects.filter(pk=message.pk).update(content=message.content)
+    publish(ctx.session.pk, {"type": "message.end", "message": message_payload(message)})
 
 
 def _store_citations(ctx: NodeContext, message: Message) -> None:
@@ -235,3 +502,4 @@ def _store_citations(ctx: NodeContext, message: Message) -> None:
     Message.objects.filter(pk=message.pk).update(
         citations=cited + [{**c, "context": True} for c in context]
     )
+    flag_citations(ctx.session, message, ctx.evidence)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +41,7 @@ class ProfileInfo:
     reason: str  # why not, in words a user can act on; "" when available
     key_env: str = ""  # the env var that holds its API key, "" when it needs none
     prices: tuple[float, float] | None = None  # USD per million input / output tokens
+    note: str = ""  # expected speed and quality, in plain words, for choosing a profile
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,20 @@ class Profile:
     name: str
     label: str
     backend: str
-    model: str
+    model: str  # the model it runs; "" when the setting `model_setting` names it
     build: Callable[[str], LLMProvider]  # profile name -> provider; may import lazily
     check: Callable[[], str]  # "" when usable; must not load or hash anything
     listed: Callable[[], bool] = lambda: True
     key_env: str = ""
-    # USD per million input / output tokens, read when asked (env may override); None: unknown.
+    # USD per million input / output tokens, read when asked (a setting may override); None:
+    # unknown.
     prices: Callable[[], tuple[float, float] | None] = lambda: None
+    # Speed and quality in plain words; figures are measured (bench/RESULTS-llm.md) or say not.
+    note: str = ""
+    model_setting: str = ""  # the setting naming the model, for a backend whose model is chosen
+
+    def current_model(self) -> str:
+        return str(getattr(settings, self.model_setting)) if self.model_setting else self.model
 
 
 def _local(spec: ModelSpec) -> tuple[Callable[[str], LLMProvider], Callable[[], str]]:
@@ -70,8 +77,8 @@ def _local(spec: ModelSpec) -> tuple[Callable[[str], LLMProvider], Callable[[], 
         missing = missing_packages(spec)
         if missing:
             return f"Model weights not installed. Run: {install_hint(spec, missing)}"
-        if importlib.util.find_spec("llama_cpp") is None:
-            return "llama-cpp-python is not installed. Run: scripts/install_llama.sh"
+        if importlib.util.find_spec("xllamacpp") is None:
+            return "xllamacpp is not installed. Run: scripts/setup.sh"
         return ""
 
     return build, check
@@ -89,15 +96,15 @@ def _remote(module_name: str) -> tuple[Callable[[str], LLMProvider], Callable[[]
 def _prices(
     prefix: str, default: tuple[float, float] | None
 ) -> Callable[[], tuple[float, float] | None]:
-    """Prices from {prefix}_PRICE_IN / {prefix}_PRICE_OUT (USD per million tokens) or the default
-    for the default model; an estimate, shown as one."""
+    """Prices from the {prefix}_PRICE_IN / {prefix}_PRICE_OUT settings (USD per million tokens)
+    or the default for the default model; an estimate, shown as one."""
 
     def read() -> tuple[float, float] | None:
-        from .remote import env_float
-
-        if not (os.environ.get(f"{prefix}_PRICE_IN") or os.environ.get(f"{prefix}_PRICE_OUT")):
+        price_in = getattr(settings, f"{prefix}_PRICE_IN", None)
+        price_out = getattr(settings, f"{prefix}_PRICE_OUT", None)
+        if price_in is None and price_out is None:
             return default
-        return env_float(f"{prefix}_PRICE_IN", 0.0), env_float(f"{prefix}_PRICE_OUT", 0.0)
+        return float(price_in or 0.0), float(price_out or 0.0)
 
     return read
 
@@ -119,10 +126,16 @@ def _fake_check() -> str:
 PROFILES: list[Profile] = [
     Profile(
         "local",
-        "Qwen2.5-Coder 0.5B (local)",
+        "Qwen2.5-Coder 0.5B (local, demo grade)",
         "llama.cpp",
         QWEN_CODER_05B.name,
         *_local(QWEN_CODER_05B),
+        note=(
+            "Demo grade. Runs on this machine's CPU with no key: about 20 tokens/s on 2 cores, and "
+            "a planning session on a 10-file project took about 2 minutes (bench/RESULTS-llm.md). "
+            "A 0.5B model often writes shallow or wrong plans: for real work use a remote profile "
+            "or the 1.5B model."
+        ),
     ),
     Profile(
         "local-1.5b",
@@ -130,6 +143,12 @@ PROFILES: list[Profile] = [
         "llama.cpp",
         QWEN_CODER_15B.name,
         *_local(QWEN_CODER_15B),
+        note=(
+            "Better plans than the 0.5B model, still small, and much slower: on a real issue "
+            "(seaborn, 2 busy cores) a planning session took 28 minutes against 4 for the 0.5B "
+            "model, each reply 3 to 4 minutes; its review raised real objections where the "
+            "0.5B model's copied the proposal (bench/RESULTS-grounding.md)."
+        ),
     ),
     Profile(
         "local-tiny",
@@ -137,33 +156,43 @@ PROFILES: list[Profile] = [
         "llama.cpp",
         SMOLLM2_135M.name,
         *_local(SMOLLM2_135M),
+        note="For tests only: fast, but its replies are not plans.",
     ),
     Profile(
         "gemini",
         "Gemini (Google, needs GEMINI_API_KEY)",
         "gemini",
-        os.environ.get("GEMINI_MODEL", "gemini-2.5-flash"),
+        "",
         *_remote("gemini"),
+        model_setting="GEMINI_MODEL",
         key_env="GEMINI_API_KEY",
         prices=_prices("GEMINI", (0.30, 2.50)),  # gemini-2.5-flash list price
+        note="Strong plans, fast; your code is sent to Google. Costs per token (see Prices).",
     ),
     Profile(
         "glm",
         "GLM (Zhipu / Z.ai, needs GLM_API_KEY)",
         "glm",
-        os.environ.get("GLM_MODEL", "glm-4.5-flash"),
+        "",
         *_remote("glm"),
+        model_setting="GLM_MODEL",
         key_env="GLM_API_KEY",
         prices=_prices("GLM", (0.0, 0.0)),  # glm-4.5-flash is free
+        note="Strong plans; your code is sent to Z.ai. The default glm-4.5-flash is free.",
     ),
     Profile(
         "openai",
         "OpenAI-compatible (OpenAI, Ollama, vLLM, LM Studio, OpenRouter)",
         "openai",
-        os.environ.get("OPENAI_MODEL", "gpt-4o-mini"),
+        "",
         *_remote("openai_compat"),
+        model_setting="OPENAI_MODEL",
         key_env="OPENAI_API_KEY",
         prices=_prices("OPENAI", None),  # depends on the server; set OPENAI_PRICE_IN/OUT
+        note=(
+            "As good and as fast as the model behind the endpoint; with a local server "
+            "(Ollama, vLLM, LM Studio) your code stays on your machine."
+        ),
     ),
     Profile(
         "fake",
@@ -201,11 +230,12 @@ def _info(profile: Profile) -> ProfileInfo:
         name=profile.name,
         label=profile.label,
         backend=profile.backend,
-        model=profile.model,
+        model=profile.current_model(),
         available=not reason,
         reason=reason,
         key_env=profile.key_env,
         prices=profile.prices(),
+        note=profile.note,
     )
 
 

@@ -3,7 +3,6 @@ runs, and two ways to call it: stream text, or produce an object of a Pydantic m
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -25,6 +24,9 @@ class Usage:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Prompt tokens the backend reused from its prompt cache instead of reading again (of
+    # prompt_tokens); only backends that report it (the embedded llama.cpp server) fill it in.
+    cached_tokens: int = 0
 
 
 class ProviderError(Exception):
@@ -72,16 +74,12 @@ class LLMProvider:
         raise NotImplementedError
 
     def structured(self, messages: list[ChatMessage], schema: type[T], options: CallOptions) -> T:
-        """Return one validated `schema` object (one repair retry on invalid output)."""
-        text = "".join(self.stream_structured(messages, schema, options))
-        try:
-            return parse_structured(text, schema)
-        except InvalidStructuredOutput as exc:
-            # Small models often get it right when shown their own mistake; a second failure
-            # is the caller's to handle. Usage keeps counting across both calls.
-            retry = [*messages, *repair_messages(text, exc)]
-            text = "".join(self.stream_structured(retry, schema, options))
-            return parse_structured(text, schema)
+        """Return one validated `schema` object (one repair retry on invalid output). Sessions
+        call agents.turns instead, which wraps the same structured_reply in retries and the
+        session's budget."""
+        return structured_reply(
+            messages, schema, lambda m: "".join(self.stream_structured(m, schema, options))
+        )
 
 
 class InvalidStructuredOutput(ProviderError):
@@ -107,6 +105,22 @@ def parse_structured(text: str, schema: type[T]) -> T:
         ) from exc
 
 
+def structured_reply(
+    messages: list[ChatMessage], schema: type[T], complete: Callable[[list[ChatMessage]], str]
+) -> T:
+    """The one repair path for structured output. `complete(messages)` makes one call and
+    returns its raw JSON text (streaming it wherever the caller wants on the way). Invalid
+    JSON is shown back to the model once; a second failure raises InvalidStructuredOutput."""
+    text = complete(messages)
+    try:
+        return parse_structured(text, schema)
+    except InvalidStructuredOutput as exc:
+        # Small models often get it right when shown their own mistake. The original messages
+        # stay first so a prompt cache still holds them; the correction comes last. Usage
+        # keeps counting across both calls.
+        return parse_structured(complete([*messages, *repair_messages(text, exc)]), schema)
+
+
 def repair_messages(bad_text: str, error: InvalidStructuredOutput) -> list[ChatMessage]:
     """The two turns that show a model its invalid JSON and ask for a corrected object."""
     shown = bad_text if len(bad_text) <= 4000 else bad_text[:4000] + " ..."
@@ -118,7 +132,3 @@ def repair_messages(bad_text: str, error: InvalidStructuredOutput) -> list[ChatM
             "Reply again with only the corrected JSON object.",
         ),
     ]
-
-
-# llama.cpp contexts are not thread-safe: one model instance per process, one call at a time.
-MODEL_LOCK = threading.Lock()

@@ -7,23 +7,27 @@ builds by name later:
 
 With nothing queued it writes a deterministic default that cites the first retrieved chunk of
 the prompt ("### app/api.py:10-42"), streamed word by word like a real model.
+
+Every call is recorded with the messages it was given, so a test can check what an agent was
+actually shown: `FakeProvider.calls("fake")[-1].prompt`. A `Hold` reply stops mid-stream until
+the test releases it (or the human stops it), so tests of Stop and friends need no timing.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from django.conf import settings
 from pydantic import BaseModel
 
-from .base import CallOptions, ChatMessage, GenerationCancelled, LLMProvider, T
+from .base import CallOptions, ChatMessage, GenerationCancelled, LLMProvider, ProviderError, T
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,34 @@ class FailAfter:
     error: BaseException
 
 
-Reply = str | BaseModel | dict[str, Any] | list[Any] | BaseException | FailAfter
+@dataclass(frozen=True)
+class Hold:
+    """A scripted reply that streams its first `pieces` pieces of `text`, sets `reached`, then
+    waits: for `release` (then streams the rest) or for the caller to ask to stop
+    (GenerationCancelled). A reply caught mid-stream for as long as a test needs, with no
+    timing involved; `timeout` only bounds how long a broken test can hang."""
+
+    text: str
+    pieces: int
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call the provider received."""
+
+    profile: str
+    messages: tuple[ChatMessage, ...]
+    schema: type[BaseModel] | None  # None for a text call
+
+    @property
+    def prompt(self) -> str:
+        return _prompt_text(list(self.messages))
+
+
+Reply = str | BaseModel | dict[str, Any] | list[Any] | BaseException | FailAfter | Hold
 
 # "app/api.py:10-42", as retrieved chunks are labelled in prompts.
 LABEL_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]+):(\d+)-(\d+)")
@@ -44,25 +75,17 @@ DEFAULT_PATH = "README.md"
 _MAX_DEPTH = 8
 
 
-def _default_delay() -> float:
-    raw = os.environ.get("PLANAGENTS_FAKE_LLM_DELAY", "0.01")
-    try:
-        return max(0.0, float(raw))
-    except ValueError as exc:
-        raise ValueError(
-            f"PLANAGENTS_FAKE_LLM_DELAY must be a number of seconds, not {raw!r}"
-        ) from exc
-
-
 class FakeProvider(LLMProvider):
     model_name = "scripted"
     _queues: ClassVar[dict[str, deque[Reply]]] = {}
+    # The latest calls, bounded: a demo server runs the fake for hours.
+    _calls: ClassVar[deque[Call]] = deque(maxlen=1000)
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, profile: str = "fake", delay: float | None = None) -> None:
         self.profile = profile
         # Seconds per streamed piece; 0 in unit tests, the default makes demos look alive.
-        self.delay = _default_delay() if delay is None else delay
+        self.delay = float(settings.PLANAGENTS_FAKE_LLM_DELAY) if delay is None else delay
 
     # -- scripting ---------------------------------------------------------------------------
 
@@ -76,6 +99,19 @@ class FakeProvider(LLMProvider):
     def reset(cls) -> None:
         with cls._lock:
             cls._queues.clear()
+            cls._calls.clear()
+
+    @classmethod
+    def calls(cls, profile: str | None = None, *, text: bool | None = None) -> list[Call]:
+        """The calls received so far, oldest first: of one profile, only text calls (text=True)
+        or only structured ones (text=False)."""
+        with cls._lock:
+            return [
+                c
+                for c in cls._calls
+                if (profile is None or c.profile == profile)
+                and (text is None or (c.schema is None) == text)
+            ]
 
     @classmethod
     def pending(cls, profile: str) -> int:
@@ -91,27 +127,35 @@ class FakeProvider(LLMProvider):
     def enqueue_error(self, error: BaseException) -> None:
         self.script(self.profile, error)
 
-    def _next(self) -> Reply | None:
+    def _next(self, messages: list[ChatMessage], schema: type[BaseModel] | None) -> Reply | None:
         with self._lock:
+            self._calls.append(Call(self.profile, tuple(messages), schema))
             queue = self._queues.get(self.profile)
             return queue.popleft() if queue else None
 
     # -- the provider interface --------------------------------------------------------------
 
     def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
-        return self._reply(messages, options, default_text)
+        return self._reply(messages, None, options, default_text)
 
     def stream_structured(
         self, messages: list[ChatMessage], schema: type[T], options: CallOptions
     ) -> Iterator[str]:
         return self._reply(
-            messages, options, lambda prompt: default_structured(schema, prompt).model_dump_json()
+            messages,
+            schema,
+            options,
+            lambda prompt: default_structured(schema, prompt).model_dump_json(),
         )
 
     def _reply(
-        self, messages: list[ChatMessage], options: CallOptions, default: Callable[[str], str]
+        self,
+        messages: list[ChatMessage],
+        schema: type[BaseModel] | None,
+        options: CallOptions,
+        default: Callable[[str], str],
     ) -> Iterator[str]:
-        reply = self._next()
+        reply = self._next(messages, schema)
         prompt = _prompt_text(messages)
         if reply is None:
             yield from self._play(default(prompt), prompt, options)
@@ -119,24 +163,43 @@ class FakeProvider(LLMProvider):
             raise reply
         elif isinstance(reply, FailAfter):
             yield from self._play(reply.text, prompt, options, fail=reply)
+        elif isinstance(reply, Hold):
+            yield from self._play(reply.text, prompt, options, hold=reply)
         else:
             # A scripted str is streamed as is, so a test can feed invalid JSON on purpose.
             text = reply if isinstance(reply, str) else _as_json(reply)
             yield from self._play(text, prompt, options)
 
     def _play(
-        self, text: str, prompt: str, options: CallOptions, fail: FailAfter | None = None
+        self,
+        text: str,
+        prompt: str,
+        options: CallOptions,
+        fail: FailAfter | None = None,
+        hold: Hold | None = None,
     ) -> Iterator[str]:
         options.usage.prompt_tokens += len(prompt.split())
         for index, piece in enumerate(re.findall(r"\s*\S+", text) or [text]):
             if fail is not None and index >= fail.pieces:
                 raise fail.error
+            if hold is not None and index == hold.pieces:
+                _wait(hold, options)
             if options.should_stop is not None and options.should_stop():
                 raise GenerationCancelled("Stopped by the user.")
             if self.delay:
                 time.sleep(self.delay)
             options.usage.completion_tokens += 1
             yield piece
+
+
+def _wait(hold: Hold, options: CallOptions) -> None:
+    hold.reached.set()
+    deadline = time.monotonic() + hold.timeout
+    while not hold.release.wait(0.02):
+        if options.should_stop is not None and options.should_stop():
+            raise GenerationCancelled("Stopped by the user.")
+        if time.monotonic() > deadline:
+            raise ProviderError(f"a held scripted reply was not released in {hold.timeout} s")
 
 
 def _prompt_text(messages: list[ChatMessage]) -> str:
@@ -165,6 +228,11 @@ def default_text(prompt: str) -> str:
             "yet. Please index the codebase or name the files this task touches."
         )
     path, start, end = labels[0]
+    if "<proposal>" in prompt:  # asked to review a proposal: answer it, do not echo it
+        return (
+            f"Checked against {path}:{start}-{end}: the proposal leaves the failure path "
+            "untested and does not say which callers must change. Add both before approving."
+        )
     return (
         f"The relevant code is in {path}:{start}-{end}. I would keep the change there: make "
         "the smallest edit that solves the task, add a test next to it, and check every "

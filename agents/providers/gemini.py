@@ -6,32 +6,42 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
+
 from .base import CallOptions, ChatMessage, GenerationCancelled, LLMProvider, ProviderError, T
 from .remote import (
     RetryableError,
-    env_str,
-    first_env,
+    first_setting,
     status_error,
     timeout_seconds,
     transport_error,
 )
 
-KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # settings of these names, read from the env
 KEY_ENV = KEY_ENVS[0]
-DEFAULT_MODEL = "gemini-2.5-flash"
 VENDOR = "Gemini"
 
 
 def configured_model() -> str:
-    return env_str("GEMINI_MODEL", DEFAULT_MODEL)
+    return str(settings.GEMINI_MODEL)
+
+
+def sdk_installed() -> bool:
+    """Whether google-genai can be imported, without importing it. find_spec imports the parent
+    of a dotted name first, so with no `google` namespace package at all it raises instead of
+    returning None."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("google.genai") is not None
+    except (ImportError, ValueError):  # ValueError: a stub module in sys.modules with no spec
+        return False
 
 
 def check() -> str:
-    import importlib.util
-
-    if importlib.util.find_spec("google.genai") is None:
+    if not sdk_installed():
         return "The google-genai package is not installed. Run: pip install google-genai"
-    if not first_env(*KEY_ENVS):
+    if not first_setting(*KEY_ENVS):
         return f"Set {KEY_ENV} to a Gemini API key (from Google AI Studio)."
     return ""
 
@@ -43,7 +53,10 @@ def http_client() -> Any:
 
 def build(profile: str) -> LLMProvider:
     return GeminiProvider(
-        profile, model=configured_model(), api_key=first_env(*KEY_ENVS), http_client=http_client()
+        profile,
+        model=configured_model(),
+        api_key=first_setting(*KEY_ENVS),
+        http_client=http_client(),
     )
 
 
@@ -80,7 +93,7 @@ class GeminiProvider(LLMProvider):
             api_key=self._api_key,
             http_options=types.HttpOptions(
                 timeout=int(timeout_seconds() * 1000),
-                # agents/turns.py retries, and only before the first token.
+                # agents/call_policy.py retries, and only before the first token.
                 retry_options=types.HttpRetryOptions(attempts=1),
                 httpx_client=self._http_client,
             ),

@@ -10,26 +10,25 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
+
 from .base import CallOptions, ChatMessage, LLMProvider, ProviderError, T
 from .remote import (
     ChatCompletionsProvider,
     chat_chunks,
-    env_str,
-    first_env,
+    first_setting,
     status_error,
     timeout_seconds,
     transport_error,
 )
 
-KEY_ENVS = ("GLM_API_KEY", "ZAI_API_KEY", "ZHIPUAI_API_KEY")
+KEY_ENVS = ("GLM_API_KEY", "ZAI_API_KEY", "ZHIPUAI_API_KEY")  # settings, read from the env
 KEY_ENV = KEY_ENVS[0]
-DEFAULT_BASE_URL = "https://open.bigmodel.cn/api/paas/v4/"
-DEFAULT_MODEL = "glm-4.5-flash"
 VENDOR = "GLM"
 
 
 def configured_model() -> str:
-    return env_str("GLM_MODEL", DEFAULT_MODEL)
+    return str(settings.GLM_MODEL)
 
 
 def check() -> str:
@@ -37,7 +36,7 @@ def check() -> str:
 
     if importlib.util.find_spec("zai") is None:
         return "The zai-sdk package is not installed. Run: pip install zai-sdk"
-    if not first_env(*KEY_ENVS):
+    if not first_setting(*KEY_ENVS):
         return f"Set {KEY_ENV} (or ZAI_API_KEY) to your GLM API key."
     return ""
 
@@ -51,8 +50,8 @@ def build(profile: str) -> LLMProvider:
     return GLMProvider(
         profile,
         model=configured_model(),
-        base_url=env_str("GLM_BASE_URL", DEFAULT_BASE_URL),
-        api_key=first_env(*KEY_ENVS),
+        base_url=settings.GLM_BASE_URL,
+        api_key=first_setting(*KEY_ENVS),
         http_client=http_client(),
     )
 
@@ -79,7 +78,7 @@ class GLMProvider(ChatCompletionsProvider):
             api_key=self._api_key,
             base_url=self.base_url,
             timeout=timeout_seconds(),
-            max_retries=0,  # agents/turns.py retries, and only before the first token
+            max_retries=0,  # agents/call_policy.py retries, and only before the first token
             http_client=self._http_client,
         )
 

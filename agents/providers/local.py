@@ -1,23 +1,36 @@
-"""The embedded model: a GGUF file from a PyPI package, run in-process by llama.cpp.
+"""The embedded model: a GGUF file from a PyPI package, served in process by llama.cpp's own
+server (xllamacpp, a prebuilt wheel).
 
-One `Llama` per model per process (loading costs seconds and hundreds of MB), and every call
-holds MODEL_LOCK because a llama.cpp context cannot serve two generations at once.
+One `Server` per model per process, with PLANAGENTS_LLM_SLOTS slots that decode together
+(continuous batching), so two sessions stream at the same time. Each slot keeps the KV cache
+of its last prompt and the server sends a request to the slot whose cache shares the longest
+prefix with it, spilling evicted prompts to host RAM (PLANAGENTS_LLM_CACHE_MB); an agent's
+follow-up turn therefore re-reads only what is new (docs/decisions.md, "Slots").
+
+The server's streaming call blocks its caller, so each generation runs it on a short-lived
+thread that hands chunks over a queue: the consumer can time out or stop at any moment, and
+the chunk callback then answers True, which makes the server drop the task at its next chunk
+(prompt-progress chunks included, so a stop also lands while a long prompt is being read).
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import logging
+import os
+import queue
+import secrets
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
 from .base import (
-    MODEL_LOCK,
     CallOptions,
     ChatMessage,
     GenerationCancelled,
@@ -28,61 +41,76 @@ from .base import (
 )
 from .weights import ModelSpec, ensure_weights
 
-if TYPE_CHECKING:
-    from llama_cpp import Llama
-
 log = logging.getLogger(__name__)
 
-# How often a call waiting for the model checks whether its caller gave up.
-_LOCK_POLL_SECONDS = 0.1
+# How often a waiting call checks whether its caller gave up or the server went quiet.
+_POLL_SECONDS = 0.1
+# Tokens per prompt batch: the server reports progress (and so can be stopped) once per batch.
+_BATCH = 256
+_INSTALL_HINT = "Run: scripts/setup.sh (it installs xllamacpp from pyproject.toml)"
 
 
-class _Loaded:
-    """A loaded model and what is needed to count prompt tokens the way llama.cpp will."""
-
-    def __init__(self, llama: Llama, load_seconds: float) -> None:
-        self.llama = llama
-        self.load_seconds = load_seconds
-        self.formatter: Any = None
-        template = llama.metadata.get("tokenizer.chat_template")
-        if template:
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-            model = llama._model
-            eos, bos = llama.token_eos(), llama.token_bos()
-            self.formatter = Jinja2ChatFormatter(
-                template=template,
-                eos_token=model.token_get_text(eos) if eos != -1 else "",
-                bos_token=model.token_get_text(bos) if bos != -1 else "",
-            )
-
-    def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int:
-        if self.formatter is not None:
-            try:
-                prompt = self.formatter(messages=messages).prompt
-                return len(self.llama.tokenize(prompt.encode(), add_bos=False, special=True))
-            except Exception:  # a template quirk must not fail the call; fall through
-                log.debug("chat template failed while counting tokens", exc_info=True)
-        text = "\n".join(m["content"] for m in messages)
-        return len(self.llama.tokenize(text.encode(), add_bos=True, special=False))
+class ModelLoadError(ProviderUnavailable):
+    """llama.cpp refused to load verified weights (memory, a damaged install)."""
 
 
-_models: dict[str, _Loaded] = {}
+class LocalModelTimeout(ProviderError):
+    """The embedded server sent nothing (no prompt progress, no token) for too long."""
+
+
+@dataclass
+class LoadedModel:
+    """A running server for one model, and how to read its state over its loopback port."""
+
+    server: Any
+    spec: ModelSpec
+    path: Path
+    slots: int
+    threads: int
+    load_seconds: float
+    # The server also listens on 127.0.0.1 (an OpenAI-style HTTP API): a random key per
+    # process keeps other local users off it. In-process calls do not need it.
+    api_key: str
+
+    def slot_states(self) -> list[dict[str, Any]]:
+        """The server's own view of its slots (GET /slots): processing or not, cached tokens."""
+        import json
+
+        request = urllib.request.Request(
+            f"{self.server.listening_address}/slots",
+            headers={"Authorization": f"Bearer {self.api_key}"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (loopback)
+            states: list[dict[str, Any]] = json.loads(response.read())
+        return states
+
+    def metrics(self) -> dict[str, float]:
+        """The server's counters (its Prometheus text, read in process), e.g.
+        `llamacpp:n_decode_total`, `llamacpp:prompt_tokens_cached_total`."""
+        values = {}
+        for line in str(self.server.handle_metrics()).splitlines():
+            name, _, value = line.partition(" ")
+            if name and not name.startswith("#") and value:
+                values[name] = float(value)
+        return values
+
+
+_models: dict[str, LoadedModel] = {}
 _load_lock = threading.Lock()
 
 
-@atexit.register
-def _close_models() -> None:
-    # Free the models while llama_cpp's module globals still exist; left to Llama.__del__
-    # at interpreter teardown it prints a TypeError traceback on exit.
-    for loaded in _models.values():
-        with contextlib.suppress(Exception):
-            loaded.llama.close()
-    _models.clear()
+def is_loaded(profile: str) -> bool:
+    """Whether this process already runs the model of local profile `profile` (so its next
+    call starts reading the prompt at once, rather than loading the weights first). Only
+    looks: never loads, unpacks or hashes anything."""
+    from . import PROFILES  # the profile table imports this module only when a call needs it
+
+    row = next((p for p in PROFILES if p.name == profile), None)
+    return row is not None and row.model in _models
 
 
-def load_model(spec: ModelSpec) -> _Loaded:
-    """The process-wide instance of `spec`, loading (and unpacking) it on first use."""
+def load_model(spec: ModelSpec) -> LoadedModel:
+    """The process-wide server for `spec`, unpacking, verifying and loading it on first use."""
     loaded = _models.get(spec.name)
     if loaded is not None:
         return loaded
@@ -91,27 +119,76 @@ def load_model(spec: ModelSpec) -> _Loaded:
         if loaded is not None:
             return loaded
         try:
-            from llama_cpp import Llama
+            import xllamacpp
         except ImportError as exc:
-            raise ProviderUnavailable(
-                "llama-cpp-python is not installed. Run: scripts/install_llama.sh"
-            ) from exc
+            raise ProviderUnavailable(f"xllamacpp is not installed. {_INSTALL_HINT}") from exc
         path = ensure_weights(spec)
+        slots = settings.PLANAGENTS_LLM_SLOTS
+        threads = settings.PLANAGENTS_LLM_THREADS
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_parallel = slots
+        # llama.cpp splits n_ctx evenly between slots; the setting is what one call may use.
+        params.n_ctx = settings.PLANAGENTS_LLM_CTX * slots
+        params.n_batch = _BATCH
+        params.n_ubatch = _BATCH
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.cache_ram_mib = settings.PLANAGENTS_LLM_CACHE_MB
+        params.verbosity = 3 if log.isEnabledFor(logging.DEBUG) else -1
+        params.ui = False
+        params.endpoint_metrics = True  # counters for tests and benches; in process, no HTTP
+        api_key = secrets.token_urlsafe(24)
+        params.api_keys = [api_key]
         started = time.monotonic()
         try:
-            llama = Llama(
-                model_path=str(path),
-                n_ctx=settings.PLANAGENTS_LLM_CTX,
-                n_batch=512,
-                n_threads=settings.PLANAGENTS_LLM_THREADS,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ProviderUnavailable(f"llama.cpp could not load {spec.name}: {exc}") from exc
-        loaded = _Loaded(llama, time.monotonic() - started)
-        log.info("loaded %s in %.1fs", spec.name, loaded.load_seconds)
+            server = _in_niced_thread(lambda: xllamacpp.Server(params))
+        except RuntimeError as exc:
+            raise ModelLoadError(
+                f"llama.cpp could not load {spec.name} from {path} ({exc}). The file passed its "
+                "sha256 check, so memory is the usual cause: free some, or lower "
+                f"PLANAGENTS_LLM_CTX ({settings.PLANAGENTS_LLM_CTX}) or PLANAGENTS_LLM_SLOTS "
+                f"({slots}). If it persists, reinstall: pip install --force-reinstall xllamacpp"
+            ) from exc
+        loaded = LoadedModel(
+            server, spec, path, slots, threads, time.monotonic() - started, api_key
+        )
+        log.info(
+            "loaded %s in %.1fs (%d slots, %d threads)",
+            spec.name,
+            loaded.load_seconds,
+            slots,
+            threads,
+        )
         _models[spec.name] = loaded
         return loaded
+
+
+def _in_niced_thread(build: Callable[[], Any]) -> Any:
+    """Run `build` on a fresh thread at PLANAGENTS_LLM_NICE. Linux threads inherit the nice
+    value of the thread that creates them, so the server's loop and its OpenMP workers all run
+    below the web server's priority: on a busy machine pages stay quick and the model slows."""
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            nice = settings.PLANAGENTS_LLM_NICE
+            if nice and sys.platform == "linux":
+                try:
+                    # With a thread id, PRIO_PROCESS renices that one thread (Linux semantics).
+                    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+                except OSError:
+                    log.warning("could not lower the model threads' priority", exc_info=True)
+            result["value"] = build()
+        except BaseException as exc:  # re-raised on the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=run, name="llama-server-start")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 class LocalLlamaProvider(LLMProvider):
@@ -121,82 +198,144 @@ class LocalLlamaProvider(LLMProvider):
         self.spec = model_spec
 
     def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
-        return self._generate(messages, options, response_format=None)
+        # Small models loop on a phrase without a penalty.
+        return self._generate(messages, options, {"repeat_penalty": 1.1})
 
     def stream_structured(
         self, messages: list[ChatMessage], schema: type[T], options: CallOptions
     ) -> Iterator[str]:
-        # llama-cpp-python turns the JSON schema into a GBNF grammar, so every sampled token
-        # keeps the text a valid prefix of a schema-shaped object.
-        response_format = {"type": "json_object", "schema": schema.model_json_schema()}
-        return self._generate(messages, options, response_format=response_format)
+        # The server turns the schema into a grammar (LLGuidance), so every sampled token keeps
+        # the text a valid prefix of a schema-shaped object. A repeat penalty on quotes and
+        # braces only hurts there.
+        extra = {"json_schema": schema.model_json_schema(), "repeat_penalty": 1.0}
+        return self._generate(messages, options, extra)
 
     def _generate(
-        self,
-        messages: list[ChatMessage],
-        options: CallOptions,
-        response_format: dict[str, Any] | None,
+        self, messages: list[ChatMessage], options: CallOptions, extra: dict[str, Any]
     ) -> Iterator[str]:
-        chat = [{"role": m.role, "content": m.content} for m in messages]
         should_stop = options.should_stop or (lambda: False)
-        _acquire(should_stop)
-        try:
-            # Loading under the lock too: llama.cpp is not known to be safe loading one model
-            # while another decodes, and the first load is a one-off of about a second.
-            loaded = load_model(self.spec)
-            n_ctx = loaded.llama.n_ctx()
-            prompt_tokens = loaded.count_prompt_tokens(chat)
-            options.usage.prompt_tokens += prompt_tokens
-            if prompt_tokens >= n_ctx:
-                raise ProviderError(
-                    f"The prompt is {prompt_tokens} tokens but {self.model_name} reads at most "
-                    f"{n_ctx} (PLANAGENTS_LLM_CTX); retrieve fewer chunks or shorten the task."
-                )
-            try:
-                chunks = loaded.llama.create_chat_completion(
-                    messages=chat,  # type: ignore[arg-type]
-                    max_tokens=options.max_tokens,
-                    temperature=options.temperature,
-                    # Small models loop on a phrase without a penalty; in JSON mode the grammar
-                    # already bounds the text and a penalty on quotes and braces only hurts.
-                    repeat_penalty=1.0 if response_format else 1.1,
-                    stream=True,
-                    response_format=response_format,  # type: ignore[arg-type]
-                )
-            except (ValueError, RuntimeError) as exc:
-                raise ProviderError(f"{self.model_name} could not start: {exc}") from exc
-            yield from _deltas(chunks, options, should_stop)  # type: ignore[arg-type]
-        finally:
-            MODEL_LOCK.release()
-
-
-def _acquire(should_stop: Callable[[], bool]) -> None:
-    # Waiting for another agent's turn can take a minute: keep listening for a stop meanwhile.
-    while not MODEL_LOCK.acquire(timeout=_LOCK_POLL_SECONDS):
         if should_stop():
-            raise GenerationCancelled("Stopped while waiting for the model.")
-    if should_stop():
-        MODEL_LOCK.release()
-        raise GenerationCancelled("Stopped before the model started.")
+            raise GenerationCancelled("Stopped before the model started.")
+        loaded = load_model(self.spec)
+        body = {
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "max_tokens": options.max_tokens,
+            "temperature": options.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "return_progress": True,
+            "cache_prompt": True,
+            **extra,
+        }
+        call = _Call(loaded.server, body)
+        counted = _Counted()
+        try:
+            for chunk in call.chunks(
+                should_stop, settings.PLANAGENTS_LLM_LOCAL_TIMEOUT, self.model_name
+            ):
+                if "error" in chunk:
+                    raise self._refused(chunk["error"])
+                counted.update(chunk, options)
+                for choice in chunk.get("choices") or ():
+                    piece = (choice.get("delta") or {}).get("content")
+                    if piece:
+                        counted.piece(options)
+                        yield piece
+                        if should_stop():
+                            raise GenerationCancelled("Stopped by the user.")
+        finally:
+            # Whatever ended this loop (done, stop, timeout, the consumer closing us), the
+            # server drops the task at its next chunk instead of writing on for nobody.
+            call.stop.set()
+
+    def _refused(self, error: dict[str, Any]) -> ProviderError:
+        if error.get("type") == "exceed_context_size_error":
+            return ProviderError(
+                f"The prompt is {error.get('n_prompt_tokens')} tokens but {self.model_name} "
+                f"reads at most {error.get('n_ctx')} (PLANAGENTS_LLM_CTX); retrieve fewer "
+                "chunks or shorten the task."
+            )
+        return ProviderError(f"{self.model_name} refused the request: {error.get('message')}")
 
 
-def _deltas(
-    chunks: Iterator[dict[str, Any]], options: CallOptions, should_stop: Callable[[], bool]
-) -> Iterator[str]:
-    try:
-        for chunk in chunks:
-            choice = chunk["choices"][0]
-            piece = choice.get("delta", {}).get("content")
-            if piece:
-                # Each content chunk of a llama.cpp stream is one sampled token.
-                options.usage.completion_tokens += 1
-                yield piece
-            if should_stop():
-                raise GenerationCancelled("Stopped by the user.")
-    except (ValueError, RuntimeError) as exc:
-        raise ProviderError(f"The local model failed while writing: {exc}") from exc
-    finally:
-        # Closing runs llama.cpp's cleanup now, while this call still holds MODEL_LOCK.
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()
+class _Counted:
+    """Usage for one call. Progress chunks give the prompt size early (so a stopped call still
+    counts it); the final usage chunk corrects the token count (one chunk may hold two tokens
+    when a character spans them)."""
+
+    def __init__(self) -> None:
+        self.prompt = 0
+        self.completion = 0
+
+    def piece(self, options: CallOptions) -> None:
+        self.completion += 1
+        options.usage.completion_tokens += 1
+
+    def update(self, chunk: dict[str, Any], options: CallOptions) -> None:
+        progress = chunk.get("prompt_progress")
+        if progress:
+            self._prompt(int(progress.get("total", 0)), options)
+        usage = chunk.get("usage")
+        if usage:
+            self._prompt(int(usage.get("prompt_tokens", 0)), options)
+            completion = int(usage.get("completion_tokens", 0))
+            options.usage.completion_tokens += completion - self.completion
+            self.completion = completion
+            details = usage.get("prompt_tokens_details") or {}
+            options.usage.cached_tokens += int(details.get("cached_tokens", 0))
+
+    def _prompt(self, total: int, options: CallOptions) -> None:
+        options.usage.prompt_tokens += total - self.prompt
+        self.prompt = total
+
+
+_DONE = object()
+
+
+class _Call:
+    """One streaming request on its own thread; its chunks arrive on a queue."""
+
+    def __init__(self, server: Any, body: dict[str, Any]) -> None:
+        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.stop = threading.Event()
+        # Daemon: a call the server is still finishing must not keep the process alive.
+        threading.Thread(
+            target=self._run, args=(server, body), name="llama-call", daemon=True
+        ).start()
+
+    def _run(self, server: Any, body: dict[str, Any]) -> None:
+        try:
+            server.handle_chat_completions(body, self._on_chunk)
+        except Exception as exc:  # handed to the consumer, which raises it as a ProviderError
+            self.queue.put(exc)
+        finally:
+            self.queue.put(_DONE)
+
+    def _on_chunk(self, chunk: dict[str, Any]) -> bool:
+        self.queue.put(chunk)
+        return self.stop.is_set()  # True: the server stops this task
+
+    def chunks(
+        self, should_stop: Callable[[], bool], timeout: float, model: str
+    ) -> Iterator[dict[str, Any]]:
+        last = time.monotonic()
+        while True:
+            try:
+                item = self.queue.get(timeout=_POLL_SECONDS)
+            except queue.Empty:
+                if should_stop():
+                    raise GenerationCancelled("Stopped by the user.") from None
+                if time.monotonic() - last > timeout:
+                    raise LocalModelTimeout(
+                        f"{model} sent nothing for {timeout:.0f} s (PLANAGENTS_LLM_LOCAL_TIMEOUT): "
+                        "the machine is too busy or every slot is taken by a long reply. Try "
+                        "again, raise PLANAGENTS_LLM_LOCAL_TIMEOUT or PLANAGENTS_LLM_SLOTS, or use a "
+                        "remote profile."
+                    ) from None
+                continue
+            if item is _DONE:
+                return
+            if isinstance(item, Exception):
+                raise ProviderError(f"The local model failed while writing: {item}") from item
+            last = time.monotonic()
+            yield item

@@ -9,25 +9,25 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
+
 from .base import CallOptions, ChatMessage, LLMProvider, ProviderError, T
 from .remote import (
     ChatCompletionsProvider,
     chat_chunks,
-    env_str,
-    first_env,
+    first_setting,
     status_error,
     timeout_seconds,
     transport_error,
 )
 
-KEY_ENV = "OPENAI_API_KEY"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_MODEL = "gpt-4o-mini"
+KEY_ENV = "OPENAI_API_KEY"  # a setting, read from the env var of that name
+DEFAULT_BASE_URL = "https://api.openai.com/v1"  # when OPENAI_BASE_URL is not set
 VENDOR = "The OpenAI-compatible server"
 
 
 def configured_model() -> str:
-    return env_str("OPENAI_MODEL", DEFAULT_MODEL)
+    return str(settings.OPENAI_MODEL)
 
 
 def check() -> str:
@@ -35,7 +35,7 @@ def check() -> str:
 
     if importlib.util.find_spec("openai") is None:
         return "The openai package is not installed. Run: pip install openai"
-    if not first_env(KEY_ENV, "OPENAI_BASE_URL"):
+    if not first_setting(KEY_ENV, "OPENAI_BASE_URL"):
         return (
             f"Set {KEY_ENV} (or OPENAI_BASE_URL for a local server such as Ollama, vLLM or "
             "LM Studio)."
@@ -53,8 +53,8 @@ def build(profile: str) -> LLMProvider:
     return OpenAICompatProvider(
         profile,
         model=configured_model(),
-        base_url=env_str("OPENAI_BASE_URL", DEFAULT_BASE_URL),
-        api_key=env_str(KEY_ENV),
+        base_url=settings.OPENAI_BASE_URL or DEFAULT_BASE_URL,
+        api_key=first_setting(KEY_ENV),
         http_client=http_client(),
     )
 
@@ -81,7 +81,7 @@ class OpenAICompatProvider(ChatCompletionsProvider):
             api_key=self._api_key or "unused",
             base_url=self.base_url,
             timeout=openai.Timeout(timeout_seconds(), connect=10.0),
-            max_retries=0,  # agents/turns.py retries, and only before the first token
+            max_retries=0,  # agents/call_policy.py retries, and only before the first token
             http_client=self._http_client,
         )
 

@@ -1,4 +1,4 @@
-"""What the remote providers (Gemini, GLM, OpenAI-compatible) share: config from env, turning
+"""What the remote providers (Gemini, GLM, OpenAI-compatible) share: their settings, turning
 HTTP failures into errors a user can act on, keeping API keys out of every message and log
 line, and reading an OpenAI-shaped chat stream."""
 
@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import email.utils
 import logging
-import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+
+from django.conf import settings
 
 from .base import (
     CallOptions,
@@ -20,8 +21,9 @@ from .base import (
     RetryableError,
 )
 
-# Every env var that may hold a key: their values are scrubbed from error text and logs.
-SECRET_ENV_VARS = (
+# Every setting that may hold a key (each read from the env var of its name in
+# planagents/settings.py): their values are scrubbed from replies, error text and logs.
+SECRET_SETTINGS = (
     "GEMINI_API_KEY",
     "GOOGLE_API_KEY",
     "GLM_API_KEY",
@@ -32,24 +34,10 @@ SECRET_ENV_VARS = (
 _MIN_SECRET_LEN = 6  # shorter values would scrub ordinary words
 
 
-def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, "").strip() or default
-
-
-def env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, not {raw!r}") from exc
-
-
-def first_env(*names: str) -> str:
+def first_setting(*names: str) -> str:
     """The value of the first of `names` that is set, else ""."""
     for name in names:
-        value = env_str(name)
+        value = str(getattr(settings, name, "") or "").strip()
         if value:
             return value
     return ""
@@ -57,21 +45,48 @@ def first_env(*names: str) -> str:
 
 def timeout_seconds() -> float:
     """Per-call timeout: connecting, and the longest silence between two streamed pieces."""
-    return env_float("PLANAGENTS_LLM_TIMEOUT", 60.0)
+    return float(settings.PLANAGENTS_LLM_TIMEOUT)
 
 
 def scrub(text: str) -> str:
     """`text` with the value of every configured API key replaced by ***."""
-    for name in SECRET_ENV_VARS:
-        value = os.environ.get(name, "").strip()
-        if len(value) >= _MIN_SECRET_LEN and value in text:
+    for value in _secrets():
+        if value in text:
             text = text.replace(value, "***")
     return text
 
 
 def _secrets() -> list[str]:
-    values = (os.environ.get(name, "").strip() for name in SECRET_ENV_VARS)
+    if not settings.configured:  # a log line written before Django is set up holds no key
+        return []
+    values = (str(getattr(settings, name, "") or "").strip() for name in SECRET_SETTINGS)
     return [v for v in values if len(v) >= _MIN_SECRET_LEN]
+
+
+def scrub_stream(pieces: Iterable[str]) -> Iterator[str]:
+    """`pieces` with every configured API key replaced by ***, also a key split across pieces:
+    a tail that could be the start of a key is held back until the next piece settles it."""
+    secrets = _secrets()
+    if not secrets:
+        yield from pieces
+        return
+    held = ""
+    for piece in pieces:
+        text = scrub(held + piece)
+        keep = max((_started(text, secret) for secret in secrets), default=0)
+        held = text[len(text) - keep :]
+        if len(text) > keep:
+            yield text[: len(text) - keep]
+    if held:
+        yield held  # the reply ended there, so it was not a key after all
+
+
+def _started(text: str, secret: str) -> int:
+    """The length of the longest tail of `text` that `secret` starts with (but is not)."""
+    for n in range(min(len(secret) - 1, len(text)), 0, -1):
+        if secret.startswith(text[-n:]):
+            return n
+    return 0
 
 
 def install_log_scrubbing() -> None:

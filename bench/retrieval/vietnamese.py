@@ -5,13 +5,15 @@
 vi_queries.jsonl holds 10 swe-dev issue titles (English, as filed) and Vietnamese translations
 written for this bench. Each is ranked with our retrieval three ways: English, Vietnamese as
 typed (the glossary bridge switched off), and Vietnamese through `rag.vietnamese.bridge`.
-Packs are indexed as in swe_dev.py, with vectors from its cache (run that first).
+Packs are indexed by rag.api as in swe_dev.py, with vectors from its cache (run that first).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -20,15 +22,15 @@ from common import ROOT, SWE_DEV, VectorCache, cache_folder, setup_django  # noq
 
 def main() -> int:
     setup_django()
-    from swe_dev import Pack, embed_cached, load_scorer
+    from swe_dev import Pack, load_scorer
 
     import rag.query
-    from rag import embeddings
 
     scorer = load_scorer()
     instances = {x["instance_id"]: x for x in scorer.load_jsonl(SWE_DEV / "instances.jsonl")}
     rows = [json.loads(line) for line in (Path(__file__).parent / "vi_queries.jsonl").open()]
     cache = VectorCache(cache_folder(ROOT / "var" / "bench-cache"))
+    workdir = Path(tempfile.mkdtemp(prefix="vi-index-"))
     packs: dict[str, Pack] = {}
     rankings: dict[str, dict[str, list[str]]] = {"en": {}, "vi_raw": {}, "vi_bridged": {}}
     bridge = rag.query.bridge
@@ -36,10 +38,7 @@ def main() -> int:
         x = instances[row["instance_id"]]
         tag = f"{x['pypi_name']}-{x['pypi_version']}"
         if tag not in packs:
-            pack = Pack(tag, ROOT / "var" / "swe-dev")
-            pack.vectors["ours"], _ = embed_cached(pack.dense_texts(), cache)
-            pack.build()
-            packs[tag] = pack
+            packs[tag] = Pack(tag, ROOT / "var" / "swe-dev", workdir / tag, cache, dense=True)
         pack = packs[tag]
         for name, text, bridged in (
             ("en", row["en"], True),
@@ -47,8 +46,7 @@ def main() -> int:
             ("vi_bridged", row["vi"], True),
         ):
             rag.query.bridge = bridge if bridged else (lambda t: t)  # type: ignore[assignment]
-            vector = embeddings.embed([rag.query.analyze(text).text])[0]
-            rankings[name][row["instance_id"]] = pack.rank_ours(text, vector)
+            rankings[name][row["instance_id"]] = pack.rank_ours(text)
         rag.query.bridge = bridge
     subset = [instances[row["instance_id"]] for row in rows]
     lines = ["| query | acc@1 | acc@3 | acc@5 | acc@10 | MRR |", "|---|---|---|---|---|---|"]
@@ -62,6 +60,7 @@ def main() -> int:
     out = ROOT / "var" / "bench-results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "vietnamese.json").write_text(json.dumps(result, indent=1))
+    shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from xml.etree import ElementTree
+
+from rag.parsers.listing import listed_paths, pack_notes
+from rag.paths import tidy
 
 STYLES = (
     "repomix-xml",
@@ -35,6 +38,8 @@ class PackError(Exception):
 class ParsedFile:
     path: str
     content: str
+    withheld_reason: str = ""
+    """Why the file must stay out of chunks, vectors and prompts (it holds a secret); "" if not."""
 
 
 _MAGIC = [
@@ -53,6 +58,7 @@ _MD_MARK = re.compile(r"^## File: ", re.M)
 _PLAIN_MARK = re.compile(r"^={16}\nFile: ", re.M)
 _JSON_MARK = re.compile(r"^\{")
 
+_PARSABLE_FILE_MARK = re.compile(r"<file path=")
 _XML_FILE = re.compile(r'^<file path="([^"\n]*)">\n?', re.M)
 _MD_FILE = re.compile(r"^## File: (.+)\n(`{3,})[^\n`]*\n", re.M)
 _PLAIN_FILE = re.compile(r"^={16}\nFile: (.+)\n={16}\n", re.M)
@@ -105,8 +111,25 @@ def sniff(data: bytes) -> str:
     return style
 
 
+@dataclass
+class Pack:
+    """A parsed pack with what it says about itself."""
+
+    style: str
+    files: list[ParsedFile]
+    listed: list[str] | None = None
+    """Files its directory listing names (binaries included), or None when it has no listing."""
+    warnings: list[str] = field(default_factory=list)
+    """What the uploader should know: cut off, compressed, comments removed, …"""
+
+
 def parse_repomix(data: bytes | str) -> list[ParsedFile]:
     """Parse a Repomix pack in any style into its files, in pack order, one per path."""
+    return parse_pack(data).files
+
+
+def parse_pack(data: bytes | str) -> Pack:
+    """Parse a Repomix pack in any style, with its listing and what it says about itself."""
     text = decode(data) if isinstance(data, bytes) else data
     style = detect_style(text) if text.strip() else None
     if style is None:
@@ -116,7 +139,11 @@ def parse_repomix(data: bytes | str) -> list[ParsedFile]:
             "Expected a Repomix pack (XML, JSON, Markdown or plain style) but found "
             f"text with no Repomix file markers, starting {_preview(text)}."
         )
-    pairs = _PARSERS[style](text)
+    head = _head(text, style)
+    if style == "repomix-json":
+        pairs, listing = _parse_json(text)
+    else:
+        pairs, listing = _PARSERS[style](text), head
     # --output-show-line-numbers: every file is numbered, so judge by all of them rather than
     # by the header prose (which changes with options and versions).
     stripped = [strip_line_numbers(content) for _, content in pairs]
@@ -125,13 +152,33 @@ def parse_repomix(data: bytes | str) -> list[ParsedFile]:
         pairs = [(path, new) for (path, _), new in zip(pairs, stripped, strict=True)]
     files: dict[str, str] = {}
     for raw_path, content in pairs:
-        path = normalize_path(raw_path)
+        path = tidy(raw_path)
         if path:
             files.pop(path, None)  # a later duplicate wins, and keeps its own position
             files[path] = content
     if not files:
         raise PackError(f"Expected at least one file in the {style} pack but found none.")
-    return [ParsedFile(path, content) for path, content in files.items()]
+    parsed = [ParsedFile(path, content) for path, content in files.items()]
+    listed = listed_paths(listing, style)
+    return Pack(
+        style=style,
+        files=parsed,
+        listed=None if listed is None else [p for p in map(tidy, listed) if p],
+        warnings=pack_notes(head, text, style, parsed),
+    )
+
+
+def _head(text: str, style: str) -> str:
+    """The pack's preamble, before its first file: where its summary and listing live."""
+    if style == "repomix-json":
+        return ""
+    mark = {
+        "repomix-xml-parsable": _PARSABLE_FILE_MARK,
+        "repomix-xml": _XML_MARK,
+        "repomix-markdown": _MD_MARK,
+        "repomix-plain": _PLAIN_MARK,
+    }[style].search(text)
+    return text[: mark.start()] if mark else text
 
 
 _LINE_NUMBER = re.compile(r" *(\d+): ?")
@@ -152,13 +199,6 @@ def strip_line_numbers(content: str) -> str:
     return "\n".join(stripped)
 
 
-def normalize_path(path: str) -> str:
-    """Forward slashes, no leading "./" or "/", no empty segments."""
-    path = path.strip().replace("\\", "/")
-    parts = [p for p in path.split("/") if p not in ("", ".")]
-    return "/".join(parts)
-
-
 def _preview(text: str) -> str:
     head = " ".join(text.strip().split())[:60]
     return repr(head + ("…" if len(text.strip()) > 60 else ""))
@@ -171,7 +211,7 @@ def _parse_xml(text: str) -> list[tuple[str, str]]:
     listed = _listed_paths(text)
     blocks: list[tuple[str, int, int]] = []  # (path, content start, header start)
     for match in _XML_FILE.finditer(body):
-        if listed and normalize_path(match.group(1)) not in listed:
+        if listed and tidy(match.group(1)) not in listed:
             continue
         before = body[max(0, match.start() - 1024) : match.start()]
         if blocks and not before.rstrip().endswith("</file>"):
@@ -186,30 +226,19 @@ def _parse_xml(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
+_FILES_SECTION = re.compile(r"^<files>$", re.M)
+
+
 def _section_start(text: str) -> int:
     structure_end = text.find("</directory_structure>")
-    match = re.compile(r"^<files>$", re.M).search(text, max(structure_end, 0))
+    match = _FILES_SECTION.search(text, max(structure_end, 0))
     return match.end() if match else 0
 
 
 def _listed_paths(text: str) -> set[str]:
-    """Paths named in the <directory_structure> listing (two spaces of indent per level)."""
-    match = re.search(r"<directory_structure>\n(.*?)\n</directory_structure>", text, re.S)
-    if not match:
-        return set()
-    paths: set[str] = set()
-    stack: list[str] = []
-    for line in match.group(1).split("\n"):
-        if not line.strip():
-            continue
-        depth = (len(line) - len(line.lstrip(" "))) // 2
-        name = line.strip()
-        del stack[depth:]
-        if name.endswith("/"):
-            stack.append(name.rstrip("/"))
-        else:
-            paths.add("/".join([*stack, name]))
-    return paths
+    """Paths named in the <directory_structure> listing before the first file."""
+    listed = listed_paths(_head(text, "repomix-xml"), "repomix-xml") or []
+    return {tidy(path) for path in listed}
 
 
 def _parse_parsable_xml(text: str) -> list[tuple[str, str]]:
@@ -222,18 +251,23 @@ def _parse_parsable_xml(text: str) -> list[tuple[str, str]]:
     return [(el.get("path", ""), el.text or "") for el in root.iter("file")]
 
 
-def _parse_json(text: str) -> list[tuple[str, str]]:
+def _parse_json(text: str) -> tuple[list[tuple[str, str]], str]:
+    """The pack's (path, content) pairs and its directory listing ("" when it has none)."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PackError(f"Expected a Repomix JSON pack but found invalid JSON: {exc}.") from None
+    except RecursionError:
+        raise PackError("Expected a Repomix JSON pack but found JSON nested too deeply.") from None
     files = doc.get("files") if isinstance(doc, dict) else None
     if not isinstance(files, dict):
         raise PackError(
             'Expected a Repomix JSON pack with a "files" object mapping paths to contents '
             f"but found {'no such key' if isinstance(doc, dict) else type(doc).__name__}."
         )
-    return [(str(path), content) for path, content in files.items() if isinstance(content, str)]
+    listing = doc.get("directoryStructure")
+    pairs = [(str(path), content) for path, content in files.items() if isinstance(content, str)]
+    return pairs, listing if isinstance(listing, str) else ""
 
 
 def _parse_markdown(text: str) -> list[tuple[str, str]]:
@@ -261,7 +295,6 @@ def _parse_plain(text: str) -> list[tuple[str, str]]:
 _PARSERS = {
     "repomix-xml": _parse_xml,
     "repomix-xml-parsable": _parse_parsable_xml,
-    "repomix-json": _parse_json,
     "repomix-markdown": _parse_markdown,
     "repomix-plain": _parse_plain,
 }

@@ -2,9 +2,11 @@
 
 import json
 
+from markdown_it import MarkdownIt
 from pydantic_core import from_json
 
 from agents.plan import annotate_files, render_plan, render_proposal
+from rag.paths import FileSet
 
 PATHS = {"todo/api.py", "todo/auth.py"}
 
@@ -88,3 +90,89 @@ def test_a_proposal_renders_its_steps_and_files():
     assert markdown.startswith("**Proposal.** Count failed logins")
     assert "1. **Add the counter** — In `todo/auth.py:5`." in markdown
     assert "| `todo/imaginary.py` | modify | **NOT IN THE CODEBASE** |" in markdown
+
+
+def table_rows(markdown: str) -> list[list[str]]:
+    """The body rows of every table in `markdown`, as a GFM renderer reads them (cell text)."""
+    rows: list[list[str]] = []
+    row: list[str] | None = None
+    in_body = False
+    for token in MarkdownIt("commonmark").enable("table").parse(markdown):
+        if token.type in ("tbody_open", "tbody_close"):
+            in_body = token.type == "tbody_open"
+        elif token.type == "tr_open" and in_body:
+            row = []
+        elif token.type == "inline" and row is not None:
+            row.append("".join(child.content for child in token.children or []))
+        elif token.type == "tr_close" and row is not None:
+            rows.append(row)
+            row = None
+    return rows
+
+
+FORGED_PATH = "x.py` | exists |\n| `rag/models.py"
+
+
+def test_a_path_cannot_forge_a_row_saying_a_file_exists():
+    paths = {"rag/models.py", "todo/api.py"}
+    plan = {"files": [{"path": FORGED_PATH, "action": "modify", "reason": "r"}]}
+    rows = table_rows(render_plan(plan, paths))
+    assert len(rows) == 1
+    ((path, action, status, reason),) = rows
+    assert path == "x.py` | exists |\\n| `rag/models.py"  # one cell, the line break escaped
+    assert (action, status, reason) == ("modify", "INVALID PATH", "r")
+    (entry,) = annotate_files(plan, paths)["files"]
+    assert entry["status"] == "invalid" and "\n" not in entry["path"]
+
+
+def test_no_cell_can_end_its_row_or_cell():
+    plan = {
+        "summary": "Fine.\n\n| File | Change | Status | Why\n|---|---|---|---\n| `todo/api.py` | x",
+        "files": [
+            {
+                "path": "a|b`c.py",
+                "action": "modify | exists",
+                "reason": "why\n| `todo/api.py` | modify | exists | forged",
+            }
+        ],
+    }
+    rows = table_rows(render_plan(plan, PATHS))
+    assert rows == [
+        [
+            "a|b`c.py",
+            "modify | exists",
+            "NOT IN THE CODEBASE",
+            "why | todo/api.py | modify | exists | forged",  # the backticks made a code span
+        ]
+    ]
+
+
+def test_paths_spelled_another_way_are_marked_with_the_real_file():
+    plan = {
+        "steps": [{"title": "t", "detail": "d", "files": ["TODO/AUTH.PY", "api.py:3"]}],
+        "files": [
+            {"path": "TODO/API.py", "action": "modify", "reason": "case"},
+            {"path": "auth.py#L5", "action": "modify", "reason": "tail"},
+            {"path": "api.py", "action": "create", "reason": "a new one at the top"},
+        ],
+    }
+    markdown = render_plan(plan, PATHS)
+    assert table_rows(markdown) == [
+        ["todo/api.py", "modify", "exists (written TODO/API.py)", "case"],
+        ["todo/auth.py", "modify", "exists (written auth.py)", "tail"],
+        ["api.py", "create", "new file", "a new one at the top"],
+    ]
+    assert "Files: `todo/auth.py`, `todo/api.py`\n" in markdown
+    files = annotate_files(plan, PATHS)["files"]
+    assert [(f["path"], f["status"], f.get("written")) for f in files] == [
+        ("todo/api.py", "exists", "TODO/API.py"),
+        ("todo/auth.py", "exists", "auth.py"),
+        ("api.py", "new", None),
+    ]
+
+
+def test_a_plan_on_a_compressed_pack_says_its_line_numbers_are_the_packs():
+    note = "This pack was made with Repomix --compress: line numbers are approximate."
+    markdown = render_plan(PLAN, FileSet(PATHS, line_note=note), title="Rate limit")
+    assert markdown.startswith(f"# Plan: Rate limit\n\n> **Line numbers.** {note}\n\n## Summary")
+    assert "Line numbers" not in render_plan(PLAN, PATHS, title="Rate limit")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import threading
 from enum import StrEnum
 from typing import Any
 
@@ -12,7 +13,7 @@ from agents.providers.base import (
     GenerationCancelled,
     ProviderError,
 )
-from agents.providers.fake import FakeProvider, cited_labels, default_structured
+from agents.providers.fake import FakeProvider, Hold, cited_labels, default_structured
 
 PROMPT = """Task: add rate limiting to the API.
 
@@ -113,6 +114,18 @@ def test_default_text_cites_the_first_labelled_chunk_and_streams_word_by_word():
     assert "app/limits.py" not in text
 
 
+def test_the_default_review_answers_the_proposal_instead_of_repeating_it():
+    from agents.echoes import check_reply
+    from agents.providers.fake import default_text
+
+    proposal = default_text(PROMPT)
+    review = "".join(
+        provider().stream(user(f"{PROMPT}<proposal>{proposal}</proposal>"), CallOptions())
+    )
+    assert "app/api.py:10-42" in review
+    assert check_reply(review, proposal) is None
+
+
 def test_default_text_says_so_when_there_is_no_code():
     text = "".join(provider().stream(user("just a question"), CallOptions()))
     assert "could not find any retrieved code" in text
@@ -154,7 +167,6 @@ def test_structured_default_validates_for_a_nested_model():
     assert (result.changes[0].start_line, result.changes[0].end_line) == (10, 42)
     assert "app/api.py:10-42" in result.summary
     assert result.risks[0].severity is Severity.LOW
-    assert 0 <= result.confidence <= 1
 
 
 def test_structured_default_falls_back_to_a_path_without_code():
@@ -194,17 +206,63 @@ def test_structured_gives_up_after_the_repair_also_fails():
         provider().structured(user(), WithOwnDefault, CallOptions())
 
 
+def test_it_records_every_call_with_the_messages_it_was_given():
+    FakeProvider.script("fake", "scripted", ProviderError("down"))
+    p = provider()
+    list(p.stream(user("first"), CallOptions()))
+    with pytest.raises(ProviderError):
+        list(p.stream(user("second"), CallOptions()))
+    p.structured(user("third"), WithOwnDefault, CallOptions())
+    list(FakeProvider("other", delay=0).stream(user("elsewhere"), CallOptions()))
+
+    calls = FakeProvider.calls("fake")
+    assert [c.messages[-1].content for c in calls] == ["first", "second", "third"]
+    assert [c.schema for c in calls] == [None, None, WithOwnDefault]
+    assert calls[0].prompt == "You are Agent A.\nfirst"
+    assert [c.messages[-1].content for c in FakeProvider.calls("fake", text=False)] == ["third"]
+    assert [c.profile for c in FakeProvider.calls()] == ["fake", "fake", "fake", "other"]
+    FakeProvider.reset()
+    assert FakeProvider.calls() == []
+
+
+def test_a_held_reply_streams_its_first_pieces_then_waits_for_its_release():
+    held = Hold("one two three four", pieces=2, timeout=10)
+    FakeProvider.script("fake", held)
+    seen: list[str] = []
+
+    def read() -> None:
+        for piece in provider().stream(user(), CallOptions()):
+            seen.append(piece)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert held.reached.wait(10)
+    assert "".join(seen) == "one two"
+    held.release.set()
+    reader.join(10)
+    assert "".join(seen) == "one two three four"
+
+
+def test_a_held_reply_ends_when_the_caller_asks_to_stop():
+    held = Hold("one two three four", pieces=2, timeout=10)
+    FakeProvider.script("fake", held)
+    seen: list[str] = []
+    options = CallOptions(should_stop=held.reached.is_set)
+    with pytest.raises(GenerationCancelled):
+        for piece in provider().stream(user(), options):
+            seen.append(piece)
+    assert "".join(seen) == "one two"
+
+
 def test_it_finds_labels_in_order_without_duplicates():
     prompt = "### a/b.py:1-2\n### c.ts:3-4\nsee a/b.py:1-2 again"
     assert cited_labels(prompt) == [("a/b.py", 1, 2), ("c.ts", 3, 4)]
 
 
-def test_the_delay_comes_from_the_environment(monkeypatch):
-    monkeypatch.setenv("PLANAGENTS_FAKE_LLM_DELAY", "0.25")
+def test_the_delay_comes_from_the_setting(settings):
+    settings.PLANAGENTS_FAKE_LLM_DELAY = 0.25
     assert FakeProvider().delay == 0.25
-    monkeypatch.setenv("PLANAGENTS_FAKE_LLM_DELAY", "soon")
-    with pytest.raises(ValueError, match="PLANAGENTS_FAKE_LLM_DELAY"):
-        FakeProvider()
+    assert FakeProvider(delay=0).delay == 0
 
 
 class Step(BaseModel):

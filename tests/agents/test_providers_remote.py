@@ -37,7 +37,7 @@ def provider_for(vendor: str, replay: Replay):
         return glm.GLMProvider(
             "glm",
             model="glm-4.5-flash",
-            base_url=glm.DEFAULT_BASE_URL,
+            base_url="https://open.bigmodel.cn/api/paas/v4/",
             api_key="glm-test-key",
             http_client=client,
         )
@@ -194,48 +194,51 @@ def test_should_stop_cancels_between_pieces(vendor):
         ("openai", "OPENAI_API_KEY", "Set OPENAI_API_KEY"),
     ],
 )
-def test_a_remote_profile_without_its_key_is_listed_as_unavailable(monkeypatch, name, env, reason):
+def test_a_remote_profile_without_its_key_is_listed_as_unavailable(settings, name, env, reason):
     for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GLM_API_KEY", "ZAI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.delenv("ZHIPUAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+        setattr(settings, var, "")
+    settings.ZHIPUAI_API_KEY = ""
+    settings.OPENAI_API_KEY = ""
+    settings.OPENAI_BASE_URL = ""
     info = {p.name: p for p in list_profiles()}[name]
     assert not info.available
     assert reason in info.reason
     assert info.key_env == env
 
-    monkeypatch.setenv(env, "a-key-for-this-test")
+    setattr(settings, env, "a-key-for-this-test")
     info = {p.name: p for p in list_profiles()}[name]
     assert info.available, info.reason
 
 
-def test_an_openai_compatible_local_server_needs_no_key(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
-    monkeypatch.setenv("OPENAI_MODEL", "qwen2.5-coder:7b")
+def test_an_openai_compatible_local_server_needs_no_key(settings):
+    settings.OPENAI_API_KEY = ""
+    settings.OPENAI_BASE_URL = "http://localhost:11434/v1"
+    settings.OPENAI_MODEL = "qwen2.5-coder:7b"
     provider = openai_compat.build("openai")
     assert provider.model_name == "qwen2.5-coder:7b"
-    assert {p.name: p for p in list_profiles()}["openai"].available
+    info = {p.name: p for p in list_profiles()}["openai"]
+    assert info.available and info.model == "qwen2.5-coder:7b"
 
 
-def test_retry_after_is_read_as_seconds_or_as_an_http_date():
+def test_retry_after_is_read_as_seconds_or_as_an_http_date(monkeypatch):
     import email.utils
-    import time
+    from types import SimpleNamespace
 
-    from agents.providers.remote import parse_retry_after
+    from agents.providers import remote
 
-    assert parse_retry_after("120") == 120.0
-    assert parse_retry_after(None) is None
-    assert parse_retry_after("soon") is None
-    later = email.utils.formatdate(time.time() + 30, usegmt=True)
-    assert 25 <= (parse_retry_after(later) or 0) <= 31
+    now = 1_750_000_000.0
+    monkeypatch.setattr(remote, "time", SimpleNamespace(time=lambda: now))
+    assert remote.parse_retry_after("120") == 120.0
+    assert remote.parse_retry_after(None) is None
+    assert remote.parse_retry_after("soon") is None
+    assert remote.parse_retry_after(email.utils.formatdate(now + 30, usegmt=True)) == 30.0
+    assert remote.parse_retry_after(email.utils.formatdate(now - 30, usegmt=True)) == 0.0
 
 
-def test_error_text_is_scrubbed_of_configured_keys(monkeypatch):
+def test_error_text_is_scrubbed_of_configured_keys(settings):
     from agents.providers.remote import scrub, status_error
 
-    monkeypatch.setenv("GLM_API_KEY", "glm.secret-value-123")
+    settings.GLM_API_KEY = "glm.secret-value-123"
     assert scrub("bad key glm.secret-value-123!") == "bad key ***!"
     error = status_error("GLM", 400, {}, "GLM_API_KEY", "api_key=glm.secret-value-123 invalid")
     assert "secret" not in str(error)

@@ -6,88 +6,20 @@ finished session is saved under artifacts/."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.browser.live import ROOT, log_in, needs_chromium, serve
+
 PACK = ROOT / "tests" / "fixtures" / "repomix" / "sample.xml"
 ARTIFACTS = ROOT / "artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--no-first-run", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (make setup)"
-    ),
-]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+pytestmark = needs_chromium()
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    data = tmp_path_factory.mktemp("browser-data")
-    env = {
-        **os.environ,
-        "PLANAGENTS_DATA_DIR": str(data),
-        "PLANAGENTS_FAKE_LLM": "1",
-        "PLANAGENTS_FAKE_LLM_DELAY": "0.01",
-        "PLANAGENTS_DEFAULT_PROFILE": "fake",
-        "DJANGO_SUPERUSER_PASSWORD": "browser-pass-123",
-        "HF_HUB_OFFLINE": "1",
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, capture_output=True)
-    subprocess.run(
-        [*manage, "createsuperuser", "--noinput", "--username", "walker", "--email", "w@example.com"],
-        env=env, check=True, capture_output=True,
-    )  # fmt: skip
-    port = _free_port()
-    log = open(data / "server.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "planagents.asgi:application"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("the server did not start: " + (data / "server.log").read_text()[-2000:])
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=10)
-    log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
+    with serve(tmp_path_factory.mktemp("browser-data")) as running:
+        yield running
 
 
 def test_a_new_user_uploads_plans_and_approves_in_a_real_browser(server, browser):
@@ -95,13 +27,9 @@ def test_a_new_user_uploads_plans_and_approves_in_a_real_browser(server, browser
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(30_000)
-    page.goto(server + "/")
-    page.fill("input[name=username]", "walker")
-    page.fill("input[name=password]", "browser-pass-123")
-    page.click("button[type=submit]")
-    expect(page.get_by_text("Log out walker")).to_be_visible()
+    log_in(page, server)
 
-    page.goto(server + "/codebases/upload/")
+    page.goto(server.url + "/codebases/upload/")
     page.fill("input[name=name]", "todo-api")
     page.set_input_files("input[type=file]", str(PACK))
     page.click("main form button[type=submit]")
@@ -109,7 +37,7 @@ def test_a_new_user_uploads_plans_and_approves_in_a_real_browser(server, browser
     expect(page.locator(".tree")).to_be_visible(timeout=120_000)
     expect(page.get_by_text("todo-api").first).to_be_visible()
 
-    page.goto(server + "/sessions/new/")
+    page.goto(server.url + "/sessions/new/")
     page.select_option("select[name=mode]", "planning")
     page.select_option("select[name=agent_a_profile]", "fake")
     page.select_option("select[name=agent_b_profile]", "fake")
@@ -125,7 +53,7 @@ def test_a_new_user_uploads_plans_and_approves_in_a_real_browser(server, browser
     approve = page.locator("#checkpoint button[data-action=approve]")
     expect(approve).to_be_visible(timeout=90_000)
     assert page.locator("article.msg.agent-B").count() >= 1
-    expect(page.locator("article.msg.role-system").first).to_contain_text("Validation")
+    expect(page.locator("article.msg.role-system", has_text="Validation").first).to_be_visible()
     approve.click()
 
     expect(page.locator("#status-badge")).to_have_text("Completed", timeout=90_000)

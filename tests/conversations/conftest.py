@@ -22,9 +22,28 @@ def start(user, codebase):
             codebase=codebase,
             task=task,
             mode=mode,
-            agent_a_profile="fake",
-            agent_b_profile="fake",
-            **kwargs,
+            **{"agent_a_profile": "fake", "agent_b_profile": "fake", **kwargs},
         )
 
     return _start
+
+
+@pytest.fixture
+def watched(start, user, monkeypatch):
+    """Start a session with its page connected before the run begins, for tests of live-only
+    events (progress, plan.updated, deltas): a page that connects later gets the replayed
+    messages and the current state, not those events, so such a test must not race the run."""
+    from tests.conversations.wsclient import Client
+
+    async def _watched(**kwargs):
+        runs: list[int] = []
+        with monkeypatch.context() as held:
+            held.setattr(services, "_dispatch_run", runs.append)
+            session = await start(**kwargs)
+        client = Client(user, session.pk)
+        await client.connect()
+        assert runs == [session.pk]
+        await database_sync_to_async(services._dispatch_run)(session.pk)
+        return session, client
+
+    return _watched

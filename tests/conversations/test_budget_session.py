@@ -16,8 +16,8 @@ def get(session):
     return PlanningSession.objects.get(pk=session.pk)
 
 
-async def test_a_spent_call_budget_hands_over_with_a_clear_message(start, user, monkeypatch):
-    monkeypatch.setenv("PLANAGENTS_SESSION_CALL_BUDGET", "3")
+async def test_a_spent_call_budget_hands_over_with_a_clear_message(start, user, settings):
+    settings.PLANAGENTS_SESSION_CALL_BUDGET = 3
     FakeProvider.script("fake", "A1: add a limiter.", CONTINUE, "B1: test the reset.", CONTINUE)
     session = await start(mode="debate", max_exchanges=5)
     client = Client(user, session.pk)
@@ -52,8 +52,8 @@ async def test_a_spent_call_budget_hands_over_with_a_clear_message(start, user, 
     await client.close()
 
 
-async def test_a_spent_token_budget_hands_over_before_the_next_call(start, user, monkeypatch):
-    monkeypatch.setenv("PLANAGENTS_SESSION_TOKEN_BUDGET", "10")
+async def test_a_spent_token_budget_hands_over_before_the_next_call(start, user, settings):
+    settings.PLANAGENTS_SESSION_TOKEN_BUDGET = 10
     FakeProvider.script("fake", "A1: add a limiter.", CONTINUE)
     session = await start(mode="debate", max_exchanges=5)
     client = Client(user, session.pk)

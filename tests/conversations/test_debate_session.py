@@ -1,9 +1,11 @@
 """Debate mode through the websocket: turns alternate, signals decide who has the floor."""
 
+import asyncio
+
 import pytest
 from channels.db import database_sync_to_async
 
-from agents.providers.fake import FakeProvider
+from agents.providers.fake import FakeProvider, Hold
 from conversations.models import Message, PlanningSession
 from tests.conversations.wsclient import Client
 
@@ -55,11 +57,39 @@ async def test_a_handover_signal_gives_the_human_the_floor_and_their_reply_is_re
     await client.until_state("awaiting_human")
 
     turns = await database_sync_to_async(agent_messages)(session)
-    assert [m.agent for m in turns] == ["A", "B"]
-    human = await database_sync_to_async(
-        lambda: list(session.messages.filter(role="user").values_list("content", flat=True))
-    )()
-    assert human[-1] == "Use Redis, we already run it."
+    assert [(m.agent, m.content) for m in turns] == [
+        ("A", "A1: which store, Redis or memory?"),
+        ("B", "B1: Redis then."),
+    ]
+    # What Agent B was given: Agent A's reply and, after it, what the human said.
+    first, second = FakeProvider.calls("fake", text=True)
+    assert "Use Redis" not in first.prompt
+    assert "<proposal>\nA1: which store, Redis or memory?\n</proposal>" in second.prompt
+    assert "The human said:\n- Use Redis, we already run it." in second.prompt
+    await client.close()
+
+
+async def test_a_critique_that_echoes_the_proposal_is_redone_once_with_a_correction(start, user):
+    proposal = (
+        "A1: add a limiter to the login view: count failed attempts per user in the cache and "
+        "refuse the sixth within a minute with HTTP 429."
+    )
+    critique = "B1: a per-process cache halves the limit behind two workers; use the database."
+    FakeProvider.script("fake", proposal, CONTINUE, "B1: " + proposal, critique, HANDOVER)
+    session = await start(mode="debate", max_exchanges=1)
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human")
+
+    turns = await database_sync_to_async(agent_messages)(session)
+    assert [(m.agent, m.content) for m in turns] == [("A", proposal), ("B", critique)]
+    _a, echo, redo = FakeProvider.calls("fake", text=True)
+    # The first prompt unchanged, the echoed reply as the model's own turn, the correction.
+    assert redo.messages[:-2] == echo.messages
+    assert (redo.messages[-2].role, redo.messages[-2].content) == ("assistant", "B1: " + proposal)
+    assert "copied Agent A's proposal" in redo.messages[-1].content
+    # The browser was shown the redo in place of the echo, in the same message.
+    assert client.texts[turns[1].seq] == critique
     await client.close()
 
 
@@ -75,24 +105,27 @@ async def test_an_agent_stop_ends_the_debate_with_a_summary_of_the_whole_discuss
     await client.connect()
     await client.until_state("completed")
     summary = await database_sync_to_async(lambda: session.messages.get(node="summary"))()
-    assert summary.content == "Summary: A proposed a limiter and B agreed."
+    # The model's summary, labelled as such and checked against the discussion it summarises.
+    assert "Summary: A proposed a limiter and B agreed." in summary.content
+    assert summary.content.startswith("_The model's summary of")
     await client.close()
 
 
-async def test_stop_while_an_agent_is_writing_keeps_the_partial_text(start, user, monkeypatch):
-    monkeypatch.setenv("PLANAGENTS_FAKE_LLM_DELAY", "0.02")
-    FakeProvider.script("fake", " ".join(f"word{i}" for i in range(500)))
+async def test_stop_while_an_agent_is_writing_keeps_the_partial_text(start, user):
+    # Agent A writes three words, then waits until the Stop lands: no timing involved.
+    held = Hold(" ".join(f"word{i}" for i in range(500)), pieces=3)
+    FakeProvider.script("fake", held)
     session = await start(mode="debate")
     client = Client(user, session.pk)
     await client.connect()
-    await client.until(lambda e: e["type"] == "message.delta")
+    assert await asyncio.to_thread(held.reached.wait, 60)
     await client.send({"type": "control", "action": "stop"})
     await client.until_state("stopped")
 
     first = await database_sync_to_async(lambda: agent_messages(session)[0])()
     assert first.state == Message.State.INTERRUPTED
-    assert first.content.startswith("word0 word1")
-    assert "word499" not in first.content
+    assert first.content.startswith("word0 word1 word2")
+    assert "word3" not in first.content
     status = await database_sync_to_async(
         lambda: PlanningSession.objects.get(pk=session.pk).status
     )()
@@ -112,7 +145,9 @@ async def test_a_provider_failure_pauses_the_session_and_continue_retries_it(sta
 
     FakeProvider.script("fake", "A1: retry worked.", CONTINUE, "B1: ok.", CONTINUE)
     await client.send({"type": "control", "action": "continue"})
-    await client.until_state("running")
+    # State events also go out as calls are charged and on replay, so an earlier
+    # "awaiting_human" may still be queued: wait for B's reply to end, then for the floor.
+    await client.until(lambda e: e["type"] == "message.end" and e["message"]["agent"] == "B")
     await client.until_state("awaiting_human")
     turns = await database_sync_to_async(agent_messages)(session)
     assert [m.content for m in turns if m.state == "complete"] == ["A1: retry worked.", "B1: ok."]

@@ -4,7 +4,7 @@ cut off mid-stream that the session's fallback profile finishes."""
 import pytest
 from channels.db import database_sync_to_async
 
-from agents import turns
+from agents import call_policy
 from agents.providers.base import ProviderError, RetryableError
 from agents.providers.fake import FailAfter, FakeProvider
 from conversations.models import Message, PlanningSession
@@ -18,7 +18,7 @@ HANDOVER = {"signal": "HANDOVER", "reason": "The human must pick a storage backe
 @pytest.fixture
 def slept(monkeypatch):
     delays: list[float] = []
-    monkeypatch.setattr(turns, "sleep", lambda seconds, should_stop: delays.append(seconds))
+    monkeypatch.setattr(call_policy, "sleep", lambda seconds, should_stop: delays.append(seconds))
     return delays
 
 
@@ -96,12 +96,12 @@ async def test_failures_before_the_first_token_are_retried_respecting_retry_afte
     await client.close()
 
 
-async def test_a_retry_after_longer_than_the_cap_is_capped(monkeypatch):
-    monkeypatch.setenv("PLANAGENTS_RETRY_AFTER_CAP", "10")
-    assert turns.backoff_delay(0, retry_after=3600) == 10
-    assert turns.backoff_delay(0, retry_after=2) == 2
+async def test_a_retry_after_longer_than_the_cap_is_capped(settings):
+    settings.PLANAGENTS_RETRY_AFTER_CAP = 10
+    assert call_policy.backoff_delay(0, retry_after=3600) == 10
+    assert call_policy.backoff_delay(0, retry_after=2) == 2
     for attempt in range(6):
-        assert 0 < turns.backoff_delay(attempt, None) <= 10
+        assert 0 < call_policy.backoff_delay(attempt, None) <= 10
 
 
 async def test_a_provider_that_stays_down_hands_the_turn_to_the_fallback(start, user, slept):

@@ -1,9 +1,11 @@
 """A whole planning session through the websocket, with the scripted provider."""
 
+import asyncio
+
 import pytest
 from channels.db import database_sync_to_async
 
-from agents.providers.fake import FakeProvider
+from agents.providers.fake import FakeProvider, Hold
 from conversations.models import Message, Plan, PlanningState
 from rag.models import CodeFile
 from tests.conversations.wsclient import Client
@@ -98,6 +100,42 @@ async def test_it_runs_a_planning_session_to_a_validated_plan(start, user, codeb
     await client.close()
 
 
+async def test_a_review_that_echoes_the_proposal_is_redone_before_validation(start, user, codebase):
+    path = (await database_sync_to_async(source_paths)(codebase))[0]
+    summary = (
+        "Count failed logins per user in the login handler, refuse the sixth attempt within a "
+        "minute with HTTP 429, and reset the count after a successful login."
+    )
+    review = "The count lives in process memory; two workers would each allow five attempts."
+    FakeProvider.script(
+        "fake",
+        f"The login flow starts at `{path}:1`.",
+        {**proposal(path), "summary": summary},
+        f"Agreed. {summary}",  # review_and_refine, echoing the proposal
+        review,
+    )
+    session = await start()
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human", node="checkpoint")
+
+    reviews = await database_sync_to_async(
+        lambda: list(session.messages.filter(node="review_and_refine"))
+    )()
+    assert [m.content for m in reviews] == [review]
+    _analysis, echo, redo = FakeProvider.calls("fake", text=True)
+    # The first prompt unchanged, the echoed reply as the model's own turn, the correction.
+    assert redo.messages[:-2] == echo.messages
+    assert (redo.messages[-2].role, redo.messages[-2].content) == (
+        "assistant",
+        f"Agreed. {summary}",
+    )
+    assert "copied Agent A's proposal" in redo.messages[-1].content
+    state = await database_sync_to_async(PlanningState.objects.get)(session=session)
+    assert state.review == review
+    await client.close()
+
+
 async def test_request_changes_goes_back_to_propose_with_the_humans_text(start, user, codebase):
     session = await start()
     client = Client(user, session.pk)
@@ -135,13 +173,19 @@ async def test_stop_at_the_checkpoint_writes_a_summary(start, user):
     await client.close()
 
 
-async def test_approve_is_refused_while_the_agents_are_still_working(start, user, monkeypatch):
-    monkeypatch.setenv("PLANAGENTS_FAKE_LLM_DELAY", "0.01")
-    FakeProvider.script("fake", "x " * 400)  # a long analysis keeps the agents busy
+async def test_approve_is_refused_while_the_agents_are_still_working(start, user):
+    held = Hold("The login flow starts here and goes on.", pieces=2)  # the analysis, mid-stream
+    FakeProvider.script("fake", held)
     session = await start()
     client = Client(user, session.pk)
     await client.connect()
+    assert await asyncio.to_thread(held.reached.wait, 60)
     await client.send({"type": "control", "action": "approve"})
     error = await client.until(lambda e: e["type"] == "error")
     assert "no proposal waiting" in error["message"]
+
+    held.release.set()
+    await client.until_state("awaiting_human", node="checkpoint")
+    plans = await database_sync_to_async(Plan.objects.filter(session=session).count)()
+    assert plans == 0  # the refused approve did not finalize anything later either
     await client.close()

@@ -20,9 +20,9 @@ OPENAI_KEY = "sk-proj-this-is-the-secret-openai-key-0042"
 
 
 @pytest.fixture
-def keys(monkeypatch):
-    monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
-    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+def keys(settings):
+    settings.GEMINI_API_KEY = GEMINI_KEY
+    settings.OPENAI_API_KEY = OPENAI_KEY
 
 
 def page(user, url: str) -> str:

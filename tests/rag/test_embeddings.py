@@ -30,3 +30,23 @@ def test_it_refuses_a_model_it_would_have_to_download(settings):
     settings.PLANAGENTS_EMBEDDING_MODEL = "someone/some-hub-model"
     with pytest.raises(embeddings.EmbeddingModelError, match="never downloaded"):
         embeddings._model_path()
+
+
+def test_batches_hold_texts_of_about_one_length_short_first():
+    texts = ["x" * 900, "y" * 10, "z" * 880, "w" * 15]
+    assert embeddings.batches_by_length(texts, batch_size=2) == [[1, 3], [0, 2]]
+
+
+def test_embed_many_keeps_the_order_of_its_texts_and_reports_each_batch():
+    texts = ["def a():\n    return 1\n" * 20, "rate limit", "class Cart:\n    pass\n" * 5]
+    seen = []
+    vectors = embeddings.embed_many(texts, lambda batch, v: seen.append(batch), batch_size=2)
+    assert np.allclose(vectors, embeddings.embed(texts), atol=1e-4)
+    assert sorted(n for batch in seen for n in batch) == [0, 1, 2]
+
+
+def test_threads_come_from_the_environment_when_settings_lack_them(monkeypatch, settings):
+    if hasattr(settings, "PLANAGENTS_EMBED_THREADS"):
+        del settings.PLANAGENTS_EMBED_THREADS
+    monkeypatch.setenv("PLANAGENTS_EMBED_THREADS", "2")
+    assert embeddings.threads() == 2

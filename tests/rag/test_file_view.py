@@ -37,3 +37,16 @@ def test_it_404s_for_a_missing_file(alice_client, indexed):
 def test_it_hides_other_peoples_files(client, bob, indexed):
     client.force_login(bob)
     assert client.get(f"/codebases/{indexed.pk}/file/todo/api.py").status_code == 404
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "1-" + "9" * 5000, "²", "L١٢"])
+def test_it_ignores_huge_or_odd_numbers_in_a_range(alice_client, indexed, value):
+    response = alice_client.get(f"/codebases/{indexed.pk}/file/todo/api.py", {"hl": value})
+    assert response.status_code == 200
+    assert b'class="line hl"' not in response.content
+
+
+def test_it_says_when_a_file_is_withheld_from_the_agents(alice_client, indexed):
+    indexed.files.filter(path="todo/api.py").update(withheld_reason="Looks like a key.")
+    html = alice_client.get(f"/codebases/{indexed.pk}/file/todo/api.py").content.decode()
+    assert "Withheld from the agents: Looks like a key." in html

@@ -1,9 +1,14 @@
 import hashlib
+import io
+import json
+import zipfile
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from planagents import leases
+from planagents.models import JobLease
 from rag import indexing
 from rag.indexing import index_codebase
 from rag.models import Codebase, CodeFile
@@ -77,22 +82,40 @@ def test_it_fails_clearly_when_the_upload_is_gone(alice, make_codebase, settings
 
 
 def test_it_never_leaves_a_codebase_indexing_after_a_crash(
-    alice, make_codebase, pack_bytes, monkeypatch
+    alice, make_codebase, pack_bytes, monkeypatch, caplog
 ):
-    def boom(texts, batch_size=32):
-        raise RuntimeError("out of memory")
+    def boom(*args, **kwargs):
+        raise TypeError("'NoneType' object is not subscriptable")
 
-    monkeypatch.setattr("rag.embeddings.embed", boom)
+    # Before the codebase opens (an embedding crash after it is in test_vectors_behind.py).
+    monkeypatch.setattr("rag.index.write_lexical", boom)
     codebase = make_codebase(alice, pack_bytes())
     index_codebase(codebase.pk)
     codebase.refresh_from_db()
     assert codebase.status == "failed"
-    assert "out of memory" in codebase.error
+    # The uploader reads what to do; the traceback goes to the log.
+    assert codebase.error == indexing.UNEXPECTED
+    assert "TypeError" not in codebase.error and "NoneType" not in codebase.error
+    assert "NoneType" in caplog.text and f"indexing codebase {codebase.pk} failed" in caplog.text
+
+
+def test_a_recursion_error_becomes_words_not_a_traceback(alice, make_codebase, monkeypatch):
+    def deep(path, content):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr("rag.pipeline.role_for", deep)
+    codebase = make_codebase(alice, b'{"files": {"a.py": "x = 1"}}')
+    index_codebase(codebase.pk)
+    codebase.refresh_from_db()
+    assert codebase.status == "failed"
+    assert codebase.error == indexing.TOO_DEEP
+    assert "maximum recursion" not in codebase.error
 
 
 def test_it_leaves_a_codebase_another_worker_is_indexing(alice, make_codebase, pack_bytes):
     codebase = make_codebase(alice, pack_bytes())
     Codebase.objects.filter(pk=codebase.pk).update(status="indexing", updated_at=timezone.now())
+    assert leases.acquire(indexing.lease_name(codebase.pk), "another worker", 60)
     index_codebase(codebase.pk)
     codebase.refresh_from_db()
     assert codebase.status == "indexing"
@@ -103,9 +126,12 @@ def test_it_takes_over_a_codebase_a_crashed_worker_left_indexing(alice, make_cod
     codebase = make_codebase(alice, pack_bytes())
     long_ago = timezone.now() - timedelta(hours=1)
     Codebase.objects.filter(pk=codebase.pk).update(status="indexing", updated_at=long_ago)
+    assert leases.acquire(indexing.lease_name(codebase.pk), "a crashed worker", 60)
+    JobLease.objects.filter(name=indexing.lease_name(codebase.pk)).update(expires_at=long_ago)
     index_codebase(codebase.pk)
     codebase.refresh_from_db()
     assert codebase.status == "ready"
+    assert not leases.is_live(indexing.lease_name(codebase.pk))  # released when done
 
 
 def test_it_merges_split_output_parts(alice, make_codebase, settings):
@@ -131,7 +157,43 @@ def test_it_reports_progress_stages_in_order(alice, make_codebase, pack_bytes, m
     codebase = make_codebase(alice, pack_bytes())
     index_codebase(codebase.pk)
     assert [p for p, _ in seen] == sorted(p for p, _ in seen)
-    assert list(dict.fromkeys(stage for _, stage in seen)) == ["chunking", "embedding", "indexing"]
-    assert (10, "chunking") in seen and (20, "embedding") in seen and (90, "indexing") in seen
+    # Vectors are computed after the codebase opens (tests/rag/test_vectors_behind.py).
+    assert list(dict.fromkeys(stage for _, stage in seen)) == ["chunking", "indexing"]
+    assert (10, "chunking") in seen and (90, "indexing") in seen
     codebase.refresh_from_db()
     assert (codebase.progress, codebase.progress_stage) == (100, "ready")
+
+
+def test_it_keeps_what_the_uploader_should_know(alice, make_codebase):
+    long_path = "/".join(["folder"] * 150) + "/deep.py"  # 1,057 characters: no row holds it
+    pack = json.dumps({"files": {"a.py": "A = 1", long_path: "B = 2"}}).encode()
+    codebase = make_codebase(alice, pack)
+    index_codebase(codebase.pk)
+    codebase.refresh_from_db()
+    assert codebase.status == "ready", codebase.error
+    assert list(codebase.files.values_list("path", flat=True)) == ["a.py"]
+    (warning,) = codebase.warnings
+    assert warning.startswith("Left out 1 file(s) whose path") and "folder/folder/" in warning
+
+
+def test_a_zip_seventy_folders_deep_indexes_and_opens(alice_client, alice, make_codebase):
+    deep = "/".join(f"d{n}" for n in range(70)) + "/leaf.py"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr(f"repo/{deep}", "def leaf():\n    return 1\n")
+        zf.writestr("repo/main.py", "print(1)\n")
+    codebase = make_codebase(alice, buffer.getvalue())
+    index_codebase(codebase.pk)
+    codebase.refresh_from_db()
+    assert codebase.status == "ready", codebase.error
+    page = alice_client.get(f"/codebases/{codebase.pk}/?folder=" + deep.rsplit("/", 1)[0])
+    assert page.status_code == 200 and "leaf.py" in page.content.decode()
+    assert alice_client.get(f"/codebases/{codebase.pk}/file/{deep}").status_code == 200
+
+
+def test_a_later_index_forgets_the_earlier_warnings(alice, make_codebase, settings):
+    codebase = make_codebase(alice, b'{"files": {"a.py": "A = 1"}}')
+    Codebase.objects.filter(pk=codebase.pk).update(warnings=["about an older version"])
+    index_codebase(codebase.pk)
+    codebase.refresh_from_db()
+    assert codebase.warnings == []

@@ -1,6 +1,7 @@
 import json
 
 from rag.parsers.repomix import detect_style, parse_repomix
+from tests.fuzz.growth import LINEAR_LIMIT, growth
 
 
 def test_it_reads_every_file_of_the_default_xml_pack(pack_bytes):
@@ -55,16 +56,21 @@ def test_it_reads_the_parsable_xml_style(pack_bytes):
     assert {f.path: f.content for f in files} == expected
 
 
-def test_it_parses_a_large_pack_quickly():
-    import time
-
-    body = "\n".join(f"def f{n}():\n    return {n}\n" for n in range(40))
-    listing = "\n".join(f"m{n}.py" for n in range(3000))
-    blocks = "".join(f'<file path="m{n}.py">\n{body}\n</file>\n\n' for n in range(3000))
+def many_files(count: int) -> bytes:
+    """A well-formed default-XML pack of `count` small files, each named in its listing."""
+    body = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+    listing = "\n".join(f"src/m{n}.py" for n in range(count))
+    blocks = "".join(f'<file path="src/m{n}.py">\n{body}\n</file>\n\n' for n in range(count))
     pack = (
         f"<directory_structure>\n{listing}\n</directory_structure>\n\n<files>\n{blocks}</files>\n"
     )
-    started = time.perf_counter()
-    files = parse_repomix(pack.encode())
-    assert len(files) == 3000
-    assert time.perf_counter() - started < 3
+    return pack.encode()
+
+
+def test_it_parses_a_pack_of_many_files_in_linear_work():
+    """test_repomix_linear grows hostile shapes of one or two files; this grows the number of
+    files, where per-file work that scans the listing or the text before it (a listing kept
+    as a list: 9.7x) turns quadratic. CPU work at n and 4n, not a wall clock."""
+    files = parse_repomix(many_files(4000))
+    assert [f.path for f in files] == [f"src/m{n}.py" for n in range(4000)]
+    assert growth(parse_repomix, many_files, 1000) < LINEAR_LIMIT

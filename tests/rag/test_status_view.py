@@ -18,6 +18,7 @@ def test_it_reports_status_as_json(alice_client, alice):
         "error": "",
         "file_count": 0,
         "chunk_count": 0,
+        "vectors": {"done": 0, "total": 0},
     }
 
 

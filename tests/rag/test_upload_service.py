@@ -95,3 +95,18 @@ def test_it_scopes_codebases_to_their_owner(alice, bob):
     assert get_codebase_for(alice, mine.pk) == mine
     with pytest.raises(Http404):
         get_codebase_for(bob, mine.pk)
+
+
+def test_a_parser_bug_reaches_the_uploader_as_words_and_the_log_as_a_traceback(
+    alice, pack_bytes, dispatched, monkeypatch, caplog
+):
+    def broken(parts):
+        raise TypeError("'NoneType' object is not subscriptable")
+
+    monkeypatch.setattr("rag.services.check_upload", broken)
+    with pytest.raises(UploadError) as caught:
+        create_codebase_from_upload(alice, "x", [upload("sample.xml", pack_bytes())])
+    assert caught.value.message.startswith("The upload could not be read")
+    assert "NoneType" not in caught.value.message and "TypeError" not in caught.value.message
+    assert "checking an upload (sample.xml) failed" in caplog.text and "NoneType" in caplog.text
+    assert not Codebase.objects.exists()

@@ -1,3 +1,5 @@
+import threading
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -47,3 +49,36 @@ def test_it_asks_for_a_file_when_none_was_sent(alice_client):
     response = alice_client.post("/codebases/upload/", {"name": "x"})
     assert response.status_code == 400
     assert b"This field is required" in response.content
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_upload_is_checked_and_parsed_off_the_event_loop(
+    async_client, alice, pack_bytes, monkeypatch
+):
+    """The upload view is sync (Django runs it on a worker thread) and parsing is the job's,
+    on a thread of its own: a big upload never stalls the loop other users' pages run on."""
+    from planagents import jobs
+    from rag import indexing, services
+
+    monkeypatch.setattr("rag.services.dispatch", jobs.dispatch)  # the real seam, not no_jobs
+    threads: dict[str, int] = {}
+
+    def on_thread(name, real):
+        def call(*args):
+            threads[name] = threading.get_ident()
+            return real(*args)
+
+        return call
+
+    monkeypatch.setattr(services, "check_upload", on_thread("check", services.check_upload))
+    monkeypatch.setattr(indexing, "parse_upload", on_thread("parse", indexing.parse_upload))
+    loop_thread = threading.get_ident()
+    await async_client.aforce_login(alice)
+    pack = SimpleUploadedFile("sample.xml", pack_bytes())
+    response = await async_client.post("/codebases/upload/", {"pack": pack})
+    assert response.status_code == 302
+    await jobs.wait_for_jobs(timeout=120)
+    codebase = await Codebase.objects.aget(owner=alice)
+    assert codebase.status == "ready", codebase.error
+    assert loop_thread not in (threads["check"], threads["parse"])
+    assert threads["check"] != threads["parse"]  # nor on the thread sync views share

@@ -1,7 +1,7 @@
 import pytest
 
 from rag.query import analyze
-from rag.vietnamese import bridge, fold, is_vietnamese
+from rag.vietnamese import bridge, english_terms, fold, is_vietnamese
 
 
 def test_it_folds_diacritics():
@@ -35,3 +35,18 @@ def test_english_is_not_vietnamese(text):
 def test_analyze_searches_with_the_english_terms():
     terms = analyze("thêm giới hạn tốc độ cho API")
     assert {"rate", "limit", "api"} <= set(terms.tokens)
+
+
+def test_phien_ban_is_a_version_not_a_session():
+    assert english_terms("lỗi ở phiên bản mới") == ["error bug fails", "version"]
+    assert "session" not in bridge("loi o phien ban moi")
+    assert "session" in bridge("phiên đăng nhập hết hạn")  # "phiên" alone still is
+
+
+def test_pham_vi_is_a_scope():
+    assert "scope" in bridge("phạm vi của biến bị sai")
+    assert "scope" in bridge("pham vi cua bien bi sai")
+
+
+def test_bien_is_a_variable():
+    assert "variable" in bridge("biến môi trường bị bỏ qua")

@@ -6,7 +6,8 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import PlanningSession, PlanningState
-from conversations.tasks import lease_name, recover_stalled_sessions
+from conversations.services import recover_stalled_sessions
+from conversations.tasks import lease_name
 from planagents import leases
 
 pytestmark = pytest.mark.django_db

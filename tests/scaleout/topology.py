@@ -79,7 +79,8 @@ class Topology:
             popen = subprocess.Popen(
                 argv,
                 cwd=ROOT,
-                env={**os.environ, **self.env},
+                # As in tests/conftest.py: the scripted sessions here script no evidence plan.
+                env={**os.environ, "PLANAGENTS_EVIDENCE_STEPS": "0", **self.env},
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, so kill() reaches children

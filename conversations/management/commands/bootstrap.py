@@ -18,13 +18,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--skip-model", action="store_true", help="Do not assemble the GGUF weights."
         )
+        parser.add_argument(
+            "--url", default="http://127.0.0.1:8000", help="Where the app will be served."
+        )
 
     def handle(self, *args, skip_model: bool = False, **options) -> None:  # type: ignore[no-untyped-def]
-        self._ensure_admin()
+        self._ensure_admin(options.get("url") or "http://127.0.0.1:8000")
         if not skip_model:
             self._prepare_default_model()
 
-    def _ensure_admin(self) -> None:
+    def _ensure_admin(self, url: str) -> None:
         User = get_user_model()
         if User.objects.filter(is_superuser=True).exists():
             self.stdout.write(
@@ -39,7 +42,7 @@ class Command(BaseCommand):
         note.chmod(0o600)
         bar = "=" * 60
         self.stdout.write(
-            f"\n{bar}\n  Your login for http://127.0.0.1:8000\n    username: {username}\n"
+            f"\n{bar}\n  Your login for {url}\n    username: {username}\n"
             f"    password: {password}\n  (also saved in {note}; change it in the admin)\n{bar}\n"
         )
 

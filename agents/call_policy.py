@@ -1,0 +1,166 @@
+"""The call policy: how one LLM call is made, whatever turn it serves.
+
+Every call goes through `call`: it is refused once the run's time is up, charged to the
+session's budget (agents.budget), held to its time limit, recorded (agents.trace) and scrubbed
+of configured API keys. A RetryableError before the first piece is retried after a backoff
+with jitter, or after the provider's Retry-After (capped); a failure after it is the turn's,
+since the text already shown cannot be taken back. A turn whose model stayed down through the
+retries, or died mid-reply, is finished on the session's fallback profile (`fallback_for`,
+`falls_back`); agents.turns does the finishing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+
+from django.conf import settings
+from pydantic import BaseModel
+
+from agents import trace
+from agents.budget import CallClock, TimeLimitReached, charge_call, check_session_time
+from agents.providers import get_profile_info
+from agents.providers.base import (
+    CallOptions,
+    ChatMessage,
+    GenerationCancelled,
+    LLMProvider,
+    ProviderError,
+    ProviderUnavailable,
+    RetryableError,
+)
+from agents.providers.remote import scrub_stream
+from agents.runtime import beat
+from conversations.models import PlanningSession
+
+log = logging.getLogger(__name__)
+
+
+def backoff_delay(attempt: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry number `attempt` (0-based): the server's Retry-After when
+    it sent one, else exponential with jitter; capped either way so a turn never hangs."""
+    cap = float(settings.PLANAGENTS_RETRY_AFTER_CAP)
+    if retry_after is not None:
+        return min(retry_after, cap)
+    base = float(settings.PLANAGENTS_LLM_BACKOFF)
+    return min(cap, base * 2**attempt) * random.uniform(0.5, 1.0)
+
+
+def sleep(seconds: float, should_stop: Callable[[], bool]) -> None:
+    """Wait, but give up at once when the human stops or cancels (tests replace this)."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if should_stop():
+            raise GenerationCancelled("Stopped while waiting to retry.")
+        time.sleep(min(left, 0.1))
+
+
+def fallback_for(session: PlanningSession, profile: str) -> str | None:
+    """The profile that finishes a turn `profile` failed, or None when there is no usable
+    other one: the session's choice, else PLANAGENTS_FALLBACK_PROFILE."""
+    name = session.fallback_profile or settings.PLANAGENTS_FALLBACK_PROFILE
+    if not name or name == profile:
+        return None
+    try:
+        info = get_profile_info(name)
+    except ProviderUnavailable:
+        return None
+    return name if info.available else None
+
+
+def falls_back(exc: ProviderError, streamed: bool) -> bool:
+    """Whether a turn that failed with `exc` goes to the fallback profile: a reply cut off
+    mid-stream, or a provider that stayed down through the retries. Anything else (a bad key,
+    a bad request) needs the human."""
+    return streamed or isinstance(exc, RetryableError)
+
+
+def call(
+    session_id: int,
+    provider: LLMProvider,
+    prompt: list[ChatMessage],
+    options: CallOptions,
+    should_stop: Callable[[], bool],
+    *,
+    schema: type[BaseModel] | None = None,
+    purpose: str = "",
+    message_id: int | None = None,
+    traces: list[trace.CallTrace] | None = None,
+) -> Iterator[str]:
+    """The pieces of one reply. A RetryableError before the first piece is retried; anything
+    after it is the caller's (the text already shown cannot be taken back). Each call is
+    charged, held to its time limits (agents.budget) and recorded (agents.trace); `traces`
+    collects the records so the caller can say later that a reply was redone or repaired."""
+    attempt = 0
+    while True:
+        check_session_time(session_id)
+        charge_call(session_id)
+        record = trace.begin(
+            session_id,
+            provider,
+            prompt,
+            options.usage,
+            schema=schema,
+            purpose=purpose,
+            message_id=message_id,
+        )
+        if traces is not None:
+            traces.append(record)
+        clock = CallClock(session_id, provider.profile, options.should_stop)
+        own_stop, options.should_stop = options.should_stop, clock.should_stop
+        output: list[str] = []
+        outcome, note = trace.Outcome.ERROR, ""
+        retry_in: float | None = None
+        pieces: Iterator[str] | None = None
+        try:
+            pieces = (
+                provider.stream(prompt, options)
+                if schema is None
+                else provider.stream_structured(prompt, schema, options)
+            )
+            try:
+                first = next(pieces)
+            except StopIteration:
+                outcome = trace.Outcome.OK
+                return
+            except RetryableError as exc:
+                if attempt >= settings.PLANAGENTS_LLM_RETRIES:
+                    raise
+                outcome, note = trace.Outcome.RETRIED, str(exc)
+                retry_in = backoff_delay(attempt, exc.retry_after)
+            else:
+                # A model can be talked into echoing a configured API key: none leaves this
+                # seam (nor reaches the trace).
+                for piece in scrub_stream(itertools.chain([first], pieces)):
+                    output.append(piece)
+                    yield piece
+                    if clock.passed():
+                        raise GenerationCancelled("time limit")
+                outcome = trace.Outcome.OK
+                return
+        except GenerationCancelled as exc:
+            if clock.hit:
+                outcome, note = trace.Outcome.TIMED_OUT, clock.message
+                raise TimeLimitReached(clock.message) from None
+            outcome, note = trace.Outcome.STOPPED, str(exc)
+            raise
+        except GeneratorExit:
+            note = "the caller stopped reading the reply"
+            raise
+        except BaseException as exc:
+            note = note or f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            options.should_stop = own_stop
+            close = getattr(pieces, "close", None)
+            if outcome != trace.Outcome.OK and callable(close):
+                close()  # a local model drops the task when its stream is closed
+            record.finish(outcome, "".join(output), options.usage, note)
+        attempt += 1
+        retry_in = retry_in or 0.0
+        log.info("retrying in %.1fs (attempt %d): %s", retry_in, attempt, note)
+        beat(session_id)  # waiting is not dying: keep the stalled-session sweep away
+        sleep(retry_in, should_stop)

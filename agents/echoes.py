@@ -1,0 +1,157 @@
+"""Replies that answer nothing: a copy of the message they were asked to answer, a
+placeholder from the instructions written out literally ("path:line", "<path>", "TODO: fill"),
+or a stock refusal ("I'm sorry, but I cannot assist with that") to an ordinary engineering
+request. Small models do all three (the 0.5B model refused a code review after being told its
+first review was a copy). agents.turns redoes such a turn once with a correction and, if the redo
+is no better, keeps it with a visible flag.
+
+Both checks are linear in the text: a set of word 3-grams, and one regex without nested
+repetition.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+SHINGLE_WORDS = 3
+ECHO_SHARE = 0.8
+"""A reply whose word 3-grams occur in the other message at least this often is a copy."""
+MIN_WORDS = 8
+"""Shorter replies ("Agreed.") are too short to call copies."""
+MAX_CHARS = 20_000
+
+_WORD = re.compile(r"\w+")
+_PLACEHOLDER = re.compile(
+    r"(?<![\w/.-])path:(?:start-end|start|lines?)\b"
+    r"|(?<!\w)<(?:path|file|file_?path|line|function|symbol|name|placeholder)>"  # not List<Path>
+    r"|\bTODO:?[ \t]*(?i:fill)\b"
+    r"|\[(?i:insert|fill in)\b[^\]\n]{0,40}\]"
+)
+# A refusal is a short reply that opens with a stock apology or inability; a long reply that
+# declines one point among many is an answer.
+_REFUSAL = re.compile(
+    r"(?i)^\W{0,3}(?:I[’']?m sorry|I am sorry|sorry|unfortunately|as an ai)?[ ,]*"
+    r"(?:but )?I (?:can[’']?t|cannot|can not|am unable to|[’']?m unable to|won[’']?t)"
+    r" (?:assist|help|provide|do|comply|fulfil|fulfill|complete)"
+)
+REFUSAL_MAX_WORDS = 40
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # "echo", "placeholder" or "refusal"
+    correction: str  # the instruction appended to the prompt for the redo
+    note: str  # shown on the message when the redo did not help
+
+
+def shingles(text: str) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text[:MAX_CHARS].lower())
+    return {tuple(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)}
+
+
+def copied_share(reply: str, other: str) -> float:
+    """The share of the reply's word 3-grams that also occur in `other`: 1.0 for a verbatim
+    copy or a copied excerpt, near 0 for a reply in its own words."""
+    if len(_WORD.findall(reply[:MAX_CHARS])) < MIN_WORDS:
+        return 0.0
+    mine = shingles(reply)
+    return len(mine & shingles(other)) / len(mine) if mine else 0.0
+
+
+def placeholders(reply: str) -> list[str]:
+    """The literal placeholders in `reply`, each once, in order of appearance."""
+    found = dict.fromkeys(m.group(0) for m in _PLACEHOLDER.finditer(reply[:MAX_CHARS]))
+    return list(found)
+
+
+def is_refusal(reply: str) -> bool:
+    head = reply.strip()[:400]
+    return bool(_REFUSAL.match(head)) and len(_WORD.findall(reply[:MAX_CHARS])) <= REFUSAL_MAX_WORDS
+
+
+def check_reply(
+    reply: str, other: str = "", other_label: str = "the other message"
+) -> Problem | None:
+    """What is wrong with `reply` as an answer to `other` (labelled for the model and the page
+    as `other_label`, e.g. "Agent A's proposal"), or None."""
+    if other and copied_share(reply, other) >= ECHO_SHARE:
+        return Problem(
+            "echo",
+            f"Your previous reply copied {other_label} instead of answering it. Do not repeat "
+            f"{other_label}: follow the instruction above in your own words.",
+            f"Flagged: this reply repeats {other_label} almost word for word "
+            "(asked once to write its own, it did not).",
+        )
+    if is_refusal(reply):
+        return Problem(
+            "refusal",
+            "This is an ordinary software engineering request about the code above, and "
+            "answering it is safe. Follow the instruction above: write the reply it asks for.",
+            "Flagged: the model declined to answer (asked once more, it declined again).",
+        )
+    found = placeholders(reply)
+    if found:
+        listed = ", ".join(f"`{p}`" for p in found)
+        return Problem(
+            "placeholder",
+            f"Your previous reply contained {listed}: a placeholder from the instructions, "
+            "written out literally. Write the reply again, citing real file paths and line "
+            "numbers from the code context above, or no citation at all.",
+            f"Flagged: this reply contains the placeholder {listed} instead of a real citation.",
+        )
+    return None
+
+
+SHORT_COPY_WORDS = 3
+"""A field of 3–7 words ("How to test it") counts as copied only when every one of its word
+3-grams is in the instructions."""
+COPIED_RUN = 5
+"""A field of up to COPIED_RUN_MAX_WORDS words that repeats a run of this many words of the
+instructions is a copy with a few words changed ("The concrete tests to add or run are not
+provided."): the instructions' own phrases are about plans, not about any one change."""
+COPIED_RUN_MAX_WORDS = 20
+
+
+def _runs(words: list[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def is_copied(text: str, instructions: str) -> bool:
+    """Whether a field of a structured reply copies the instructions it was written under
+    (`summary` = "Two or three sentences on what changes and why.") instead of answering them."""
+    words = _WORD.findall(text[:MAX_CHARS].lower())
+    if len(words) >= MIN_WORDS and copied_share(text, instructions) >= ECHO_SHARE:
+        return True
+    if SHORT_COPY_WORDS <= len(words) < MIN_WORDS:
+        mine = shingles(text)
+        if mine and mine <= shingles(instructions):
+            return True
+    if len(words) >= COPIED_RUN:
+        theirs = _runs(_WORD.findall(instructions[:MAX_CHARS].lower()), COPIED_RUN)
+        if len(words) <= COPIED_RUN_MAX_WORDS:
+            return bool(_runs(words, COPIED_RUN) & theirs)
+        # A longer field that opens with the instructions' words ("The concrete tests to add
+        # or run are not provided. However, …") restates them and pads with the other agent's.
+        return tuple(words[:COPIED_RUN]) in theirs
+    return False
+
+
+def without_repeated_steps(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (a proposal or plan) without the steps that repeat an earlier one word for word:
+    the 0.5B model writes the same step three times when it has one idea."""
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return data
+    seen: set[str] = set()
+    kept = []
+    for step in steps:
+        if isinstance(step, dict):
+            said = " ".join(_WORD.findall(f"{step.get('title', '')} {step.get('detail', '')}"))
+            key = said.lower()
+            if key and key in seen:
+                continue
+            seen.add(key)
+        kept.append(step)
+    return {**data, "steps": kept} if len(kept) < len(steps) else data

@@ -1,0 +1,257 @@
+"""Investigation in a session: Agent A writes an evidence plan, the app runs it with the
+read-only tools, each result is saved and shown as its own message ([E1]…), and A may plan one
+more round seeing what was found and what is missing.
+
+Idempotent like every turn: the plan of each round and each evidence item are messages with
+stable turn keys (`<key>:plan:<round>`, `<key>:E<n>`); a re-run finds them and runs neither the
+model nor the tools again."""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import logging
+import re
+from dataclasses import asdict
+
+from django.conf import settings
+
+from agents.investigation import clarify
+from agents.investigation.evidence import Evidence, EvidencePlan, EvidenceStep, plan_schema
+from agents.investigation.runner import Step, run_steps, tidy_steps
+from agents.investigation.tools import ToolResult, Workspace
+from agents.prompts import TOOL_GUIDE, evidence_plan_prompt, replan_prompt
+from agents.providers import get_provider
+from agents.providers.base import CallOptions, ChatMessage, ProviderError
+from agents.runtime import TurnStream
+from agents.turns import Agent, BudgetSpent, structured_call
+from conversations.models import Message, PlanningSession
+from rag import index, profile
+
+log = logging.getLogger(__name__)
+
+NODE = "investigate"
+
+
+def load_evidence(session_id: int, key: str) -> list[Evidence]:
+    """The evidence an investigation under `key` saved, in [E#] order."""
+    rows = Message.objects.filter(
+        session_id=session_id,
+        node=NODE,
+        role=Message.Role.SYSTEM,
+        state=Message.State.COMPLETE,
+        turn_key__startswith=f"{key}:E",
+    ).values_list("data", flat=True)
+    items = [Evidence.from_dict(d["evidence"]) for d in rows if d and "evidence" in d]
+    return sorted(items, key=lambda e: e.number)
+
+
+def profile_summary(session: PlanningSession) -> str:
+    return profile.summary(profile.load(index.index_dir(session.codebase_id)))
+
+
+def investigate(session: PlanningSession, agent: Agent, *, key: str) -> list[Evidence]:
+    """Plan, run and record the evidence for `session`'s task; returns every item so far."""
+    max_steps = settings.PLANAGENTS_EVIDENCE_STEPS
+    if max_steps <= 0:
+        return []
+    workspace = Workspace.of(session.codebase)
+    summary = profile_summary(session)
+    evidence = load_evidence(session.pk, key)
+    rounds = settings.PLANAGENTS_EVIDENCE_ROUNDS
+    for round_no in range(1, rounds + 1):
+        done = clarify.asked(session.pk, key)
+        plan, steps, base = _plan(session, agent, key, round_no, summary, evidence, max_steps, done)
+        if steps:
+            evidence = _run(session.pk, key, workspace, steps, evidence, base)
+        elif plan.next_action != "clarify":
+            break
+        more = plan.next_action == "retrieve"
+        if plan.next_action == "clarify" and round_no < rounds:
+            if done is None:
+                prompt = evidence_plan_prompt(session.task, summary, max_steps, session.language)
+                question = clarify.usable_question(plan.question, prompt)
+                if question:
+                    clarify.ask(session.pk, key, question, round_no)  # the human has the floor
+            # Asked in this round: the next one is planned with the answer.
+            more = done is not None and done.round == round_no
+        if not more:
+            break
+    return evidence
+
+
+def _plan(
+    session: PlanningSession,
+    agent: Agent,
+    key: str,
+    round_no: int,
+    summary: str,
+    evidence: list[Evidence],
+    max_steps: int,
+    asked: clarify.Asked | None = None,
+) -> tuple[EvidencePlan, list[Step], int]:
+    """This round's plan, the steps to run (tidied) and the [E#] number they count from: the
+    saved ones on a re-run; else one structured call, repaired once (the one repair path) and
+    replaced by a deterministic plan if still unusable."""
+    stream = TurnStream(
+        session.pk,
+        turn_key=f"{key}:plan:{round_no}",
+        role=Message.Role.AGENT,
+        agent=agent.letter,
+        node=NODE,
+        profile=agent.profile,
+    )
+    done = stream.existing()
+    if done is not None and done.data and "evidence_plan" in done.data:
+        saved = [Step(**{**s, "depends_on": tuple(s["depends_on"])}) for s in done.data["steps"]]
+        return EvidencePlan.model_validate(done.data["evidence_plan"]), saved, done.data["base"]
+    schema = plan_schema(max_steps)
+    if round_no == 1:
+        prompt = evidence_plan_prompt(session.task, summary, max_steps, session.language)
+    else:
+        prompt = replan_prompt(
+            session.task, summary, [e.line() for e in evidence], max_steps, session.language,
+            question=asked.question if asked else "", answer=asked.answer if asked else "",
+        )  # fmt: skip
+    provider = get_provider(agent.profile)
+    stream.fields["model"] = provider.model_name
+    options = CallOptions(max_tokens=90 * max_steps + 40, temperature=0.0)
+    note = ""
+    try:
+        plan: EvidencePlan = structured_call(
+            session, provider, [ChatMessage("user", prompt)], schema, options
+        )
+    except BudgetSpent:
+        raise
+    except ProviderError as exc:
+        log.info("session %s: evidence plan unusable (%s); using the default", session.pk, exc)
+        note = f"\n\n_The model's plan was unusable ({str(exc)[:160]}); the app planned instead._"
+        fallback = default_steps(session.task) if round_no == 1 else []
+        plan = EvidencePlan(steps=fallback[:max_steps], next_action="synthesize")
+    ran = {(e.tool, e.argument.strip().lower()) for e in evidence}
+    planned = [step for step in plan.steps if not copies_the_guide(step.argument)]
+    added: set[tuple[str, str]] = set()
+    if round_no == 1:
+        # What a small model can't be trusted to do: look up the symbols the task names, and
+        # search the task itself. Those lookups come first and last around the model's own.
+        anchors = default_steps(session.task)
+        planned = [*anchors[1:3], *planned, anchors[0]]
+        added = {(a.tool, a.argument) for a in anchors}
+    steps = tidy_steps(planned, max_steps, ran)
+    base = max((e.number for e in evidence), default=0)
+    stream.open()
+    stream.finish(
+        content=render_plan(plan, steps, round_no, added) + note,
+        usage=options.usage,
+        data={
+            "evidence_plan": plan.model_dump(),
+            "steps": [asdict(step) for step in steps],
+            "base": base,
+        },
+    )
+    return plan, steps, base
+
+
+def _run(
+    session_id: int,
+    key: str,
+    workspace: Workspace,
+    steps: list[Step],
+    evidence: list[Evidence],
+    base: int,
+) -> list[Evidence]:
+    """Run the round's steps; each result becomes the next [E#] as it arrives. Numbers follow
+    the plan's order (not the finishing order) so a re-run gives every step its old number."""
+    number = {step.id: base + i + 1 for i, step in enumerate(steps)}
+    saved = {e.number: e for e in evidence}
+    todo = [s for s in steps if number[s.id] not in saved]
+    # Steps whose result is saved already: the others may still need their file.
+    known = {s.id: _as_result(saved[number[s.id]]) for s in steps if number[s.id] in saved}
+    whys = {s.id: s.why for s in steps}
+
+    def record(step: Step, result: ToolResult) -> None:
+        item = Evidence.of(number[step.id], whys[step.id], result)
+        stream = TurnStream(
+            session_id, turn_key=f"{key}:E{item.number}", role=Message.Role.SYSTEM, node=NODE
+        )
+        if stream.existing() is None:
+            stream.open()
+            stream.finish(content=item.markdown(), data={"evidence": item.as_dict()})
+        saved[item.number] = item
+
+    run_steps(todo, workspace.call, record, known=known)
+    return sorted(saved.values(), key=lambda e: e.number)
+
+
+def _as_result(item: Evidence) -> ToolResult:
+    return ToolResult(
+        item.tool, item.argument, item.found, item.message, item.path, item.start, item.end,
+        item.text,
+    )  # fmt: skip
+
+
+_BUILTINS = frozenset(dir(builtins))
+_IDENTIFIER = re.compile(r"`([A-Za-z_][\w.]{2,60})`|\b([A-Z][a-z0-9]+[A-Z]\w*|[a-z]+_[a-z_0-9]+)\b")
+
+
+_GUIDE = TOOL_GUIDE.lower()
+_GUIDE_WORDS = frozenset({"query", "name", "path", "path:start-end", "symbol", "file"})
+
+
+def copies_the_guide(argument: str) -> bool:
+    """Whether a step's argument is the tool guide's own example (`find_symbol(name)`,
+    `query`): seaborn-3069's 0.5B plan searched for "find_symbol(name)" three times."""
+    written = argument.strip().lower()
+    return written in _GUIDE_WORDS or ("(" in written and written in _GUIDE)
+
+
+def default_steps(task: str) -> list[EvidenceStep]:
+    """The plan the app makes when the model's is unusable: search the task, look up the
+    symbols it names (`code`, CamelCase, snake_case)."""
+    steps = [
+        EvidenceStep(
+            id="E1", tool="search", argument=task.strip()[:150], why="code the task is about",
+            kind="independent",
+        )
+    ]  # fmt: skip
+    names = dict.fromkeys(a or b for a, b in _IDENTIFIER.findall(task))
+    for name in list(names):
+        # `None`, `str`, `self`: a lookup of the language's own names finds nothing to plan on.
+        if keyword.iskeyword(name) or name in _BUILTINS or name in ("self", "cls"):
+            del names[name]
+    for name in list(names)[:3]:
+        steps.append(
+            EvidenceStep(
+                id=f"E{len(steps) + 1}", tool="find_symbol", argument=name,
+                why=f"where {name} is defined", kind="independent",
+            )
+        )  # fmt: skip
+    return steps
+
+
+def render_plan(
+    plan: EvidencePlan, steps: list[Step], round_no: int, added: set[tuple[str, str]]
+) -> str:
+    """The evidence plan as it runs (the model's steps tidied, the app's own lookups marked),
+    and how many of the model's steps were left out: the page shows what was done, not what
+    a small model wrote six times."""
+    head = "**Evidence plan**" if round_no == 1 else f"**Evidence plan, round {round_no}**"
+    rows = [
+        f"- {s.id}: `{s.tool}` `{s.argument.replace('`', chr(39))}` — {s.why}"
+        + (f" (after {', '.join(s.depends_on)})" if s.depends_on else "")
+        + (" _(the app's own lookup)_" if (s.tool, s.argument) in added else "")
+        for s in steps
+    ]
+    own = sum(1 for s in steps if (s.tool, s.argument) not in added)
+    left_out = len(plan.steps) - own
+    note = (
+        f"\n\n_{left_out} of the model's {len(plan.steps)} step(s) left out: repeats, lookups "
+        "already made, or the tool guide's own examples._"
+        if left_out > 0
+        else ""
+    )
+    tail = {"synthesize": "Then: propose.", "clarify": "Then: ask you a question."}.get(
+        plan.next_action, "Then: look further."
+    )
+    body = "\n".join([head, *rows, "", tail]) if rows else f"{head}\n\nNothing to look up. {tail}"
+    return body + note

@@ -1,0 +1,90 @@
+"""What the agents leave behind besides messages: a trace of every LLM call, and the history of
+staff reviews of a plan. Both are records: written once, read by the owner and staff."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from conversations.models import Message, Plan, PlanningSession
+
+
+class LLMCall(models.Model):
+    """One call to a model, with what it was given and what it wrote back. A retry, a redo
+    after an echo and a JSON repair are each a call of their own."""
+
+    class Outcome(models.TextChoices):
+        OK = "ok", "OK"
+        RETRIED = "retried", "Failed, retried"
+        REDONE = "redone", "Redone (echo or placeholder)"
+        REPAIRED = "repaired", "Invalid JSON, repaired"
+        STOPPED = "stopped", "Stopped by the human"
+        TIMED_OUT = "timed_out", "Time limit"
+        ERROR = "error", "Error"
+
+    session = models.ForeignKey(PlanningSession, on_delete=models.CASCADE, related_name="llm_calls")
+    """The session the call was made for."""
+    message = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls"
+    )
+    """The message the reply streamed into; empty for calls outside a message (signals, routing)."""
+    purpose = models.CharField(max_length=80, blank=True)
+    """What the call was for: the turn key (propose:2) or the structured reply's kind (TurnSignal)."""
+    profile = models.CharField(max_length=50, blank=True)
+    """LLM profile that served the call."""
+    model = models.CharField(max_length=100, blank=True)
+    """Model name that served the call."""
+    schema = models.CharField(max_length=80, blank=True)
+    """Name of the JSON schema the reply was held to; empty for free text."""
+    prompt = models.JSONField(default=list)
+    """The messages sent: [{"role", "content"}], cut to the stored size (see `truncated`)."""
+    output = models.TextField(blank=True)
+    """The raw reply as the model wrote it (JSON text for structured calls), before rendering."""
+    outcome = models.CharField(max_length=12, choices=Outcome.choices, default=Outcome.OK)
+    """How the call ended, and whether its reply was used."""
+    note = models.TextField(blank=True)
+    """Why it ended so: the error, the echo, the validation problems."""
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    """Tokens the model read for this call."""
+    completion_tokens = models.PositiveIntegerField(default=0)
+    """Tokens the model wrote for this call."""
+    cached_tokens = models.PositiveIntegerField(default=0)
+    """Prompt tokens the backend took from its prompt cache (backends that report it)."""
+    duration_ms = models.PositiveIntegerField(default=0)
+    """Wall time of the call, from request to its last piece or its failure."""
+    truncated = models.BooleanField(default=False)
+    """Prompt or output were longer than the stored size and were cut in the middle."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When the call ended (and was recorded)."""
+
+    class Meta:
+        ordering = ["session", "pk"]
+        verbose_name = "LLM call"
+
+    def __str__(self) -> str:
+        return f"call {self.pk} ({self.purpose or self.schema or 'text'}, {self.outcome})"
+
+
+class PlanReviewEvent(models.Model):
+    """One change of a plan's review status or notes, as staff made it."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="review_events")
+    """The plan version reviewed."""
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    """Who made the change."""
+    status = models.CharField(max_length=20, choices=Plan.Review.choices)
+    """The review status after the change."""
+    previous_status = models.CharField(max_length=20, blank=True)
+    """The review status before it."""
+    notes = models.TextField(blank=True)
+    """The reviewer's notes after the change."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When the change was made."""
+
+    class Meta:
+        ordering = ["plan", "created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.plan}: {self.previous_status or '—'} → {self.status}"

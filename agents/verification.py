@@ -1,0 +1,263 @@
+"""Claims are checked, in two ways.
+
+Citations: an agent message that cites evidence `[E#]` the investigation never produced, or a
+`path:line` outside the file (or a file the codebase lacks), gets a short flag appended (like
+the echo flag) and the count in `Message.data["citation_problems"]`. Paths are parsed by the one
+citation parser (rag.paths through agents.citations).
+
+Objections: before Agent A revises, each of Agent B's objections is checked against the evidence
+in one small structured call (keep / update with the correction / discard with the reason).
+Objections are cut from B's review by code (bullet or numbered lines, else sentences) and sent as
+a numbered list with the evidence summarised, so the 0.5B model judges short items one by one.
+Only kept and updated objections reach A; the verdicts are shown as a system message (node
+"verify")."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from agents.citations import extract_citations
+from agents.echoes import ECHO_SHARE, MIN_WORDS, copied_share, shingles
+from agents.investigation.evidence import Evidence
+from agents.providers import get_provider
+from agents.providers.base import CallOptions, ChatMessage, ProviderError
+from agents.runtime import TurnStream
+from agents.turns import Agent, BudgetSpent, structured_call
+from conversations.models import Message, PlanningSession
+from conversations.store import message_payload
+from rag.models import CodeFile
+
+log = logging.getLogger(__name__)
+
+NODE = "verify"
+MAX_OBJECTIONS = 6
+OBJECTION_CHARS = 240
+EVIDENCE_ITEM_CHARS = 240
+EVIDENCE_CHARS = 1500
+
+_EVIDENCE_REF = re.compile(r"\[(E\d{1,4}(?:\s*,\s*E\d{1,4})*)\]")
+_BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+(.+)$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+# ---------------------------------------------------------------- citations
+
+
+def cited_evidence(text: str) -> list[int]:
+    """The evidence numbers cited as [E3] or [E1, E2], each once, in order."""
+    found: dict[int, None] = {}
+    for match in _EVIDENCE_REF.finditer(text):
+        for label in match[1].split(","):
+            found.setdefault(int(label.strip()[1:]), None)
+    return list(found)
+
+
+def citation_problems(session: PlanningSession, text: str, evidence: list[Evidence]) -> list[str]:
+    """What is wrong with the citations in `text`, one short phrase each."""
+    problems: list[str] = []
+    known = {e.number for e in evidence}
+    for number in cited_evidence(text):
+        if number not in known:
+            have = f"E1–E{max(known)}" if known else "none"
+            problems.append(f"[E{number}] does not exist (evidence: {have})")
+    broken = [c for c in extract_citations(session.codebase, text) if not c.exists]
+    if broken:
+        lines = dict(
+            CodeFile.objects.filter(
+                codebase=session.codebase, path__in={c.path for c in broken}
+            ).values_list("path", "line_count")
+        )
+        for c in broken:
+            if c.path in lines:
+                problems.append(
+                    f"`{c.path}:{c.start}` is past the end of the file ({lines[c.path]} lines)"
+                )
+            else:
+                problems.append(f"`{c.path}` is not in the codebase")
+    return problems
+
+
+def flag_citations(session: PlanningSession, message: Message, evidence: list[Evidence]) -> int:
+    """Check `message`'s citations once; append a flag and store the count. Returns it."""
+    data = message.data if isinstance(message.data, dict) else {}
+    if "citation_problems" in data:  # checked already (a re-run)
+        return int(data["citation_problems"])
+    problems = citation_problems(session, message.content, evidence)
+    if not problems:  # nothing stored: a re-check finds nothing again
+        return 0
+    message.content += f"\n\n_Flagged citations: {'; '.join(problems)}._"
+    message.data = {**data, "citation_problems": len(problems)}
+    Message.objects.filter(pk=message.pk).update(content=message.content, data=message.data)
+    from planagents.streaming import publish
+
+    publish(session.pk, {"type": "message.end", "message": message_payload(message)})
+    return len(problems)
+
+
+# ---------------------------------------------------------------- objections
+
+
+class Verdict(BaseModel):
+    objection: int = Field(description="The objection's number.", ge=1, le=MAX_OBJECTIONS)
+    verdict: Literal["keep", "update", "discard"] = Field(
+        description="keep: the evidence supports it; update: partly right, give the correction; "
+        "discard: the evidence contradicts it or it names code that is not there."
+    )
+    correction: str = Field(
+        default="", description="update only: the objection as the evidence supports it.",
+        max_length=300,
+    )  # fmt: skip
+    reason: str = Field(default="", description="Why, citing [E#].", max_length=200)
+
+
+class Verdicts(BaseModel):
+    """One verdict per objection."""
+
+    verdicts: list[Verdict] = Field(max_length=MAX_OBJECTIONS)
+
+
+@dataclass(frozen=True)
+class Checked:
+    objection: str
+    verdict: str  # keep, update or discard
+    correction: str = ""
+    reason: str = ""
+
+    @property
+    def text(self) -> str:
+        """What reaches Agent A."""
+        return self.correction if self.verdict == "update" and self.correction else self.objection
+
+
+def objections(review: str, limit: int = MAX_OBJECTIONS, *, restating: str = "") -> list[str]:
+    """Agent B's objections, cut by code: its bullet or numbered lines when it wrote some, else
+    its sentences. Flags the app appended are left out, and so is a line that only restates
+    `restating` (the proposal it reviews and the task): the 0.5B model's "review" repeats the
+    proposal's own sentences as bullets, which object to nothing."""
+    lines = [ln for ln in review.splitlines() if not ln.lstrip().startswith("_Flagged")]
+    items: list[str] = []
+    for line in lines:
+        match = _BULLET.match(line)
+        if match:
+            items.append(match[1].strip())
+        elif items and line.strip() and line[:1].isspace():  # a bullet's continuation
+            items[-1] += " " + line.strip()
+    if not items:
+        text = " ".join(ln.strip() for ln in lines if ln.strip())
+        items = [s.strip() for s in _SENTENCE_END.split(text)]
+    items = [_clip(i) for i in items if len(i.split()) >= 3]
+    if restating:
+        items = [i for i in items if not restates(i, restating)]
+    return items[:limit]
+
+
+def restates(item: str, said: str) -> bool:
+    """Whether `item` says nothing that `said` did not: most of its word 3-grams are there (or,
+    for a short line, all of them). An objection that quotes a few of the proposal's words to
+    say what is wrong with them is not a restatement."""
+    mine = shingles(item)
+    if not mine:
+        return False
+    if len(mine) < MIN_WORDS:
+        return mine <= shingles(said)
+    return copied_share(item, said) >= ECHO_SHARE
+
+
+def verify_prompt(items: list[str], evidence: list[Evidence]) -> list[ChatMessage]:
+    parts: list[str] = []
+    used = 0
+    for e in evidence:
+        block = e.prompt_block(limit=EVIDENCE_ITEM_CHARS) if e.found else e.line()
+        if used + len(block) > EVIDENCE_CHARS and parts:
+            break
+        parts.append(block)
+        used += len(block)
+    numbered = "\n".join(f"{n}. {text}" for n, text in enumerate(items, 1))
+    user = (
+        "Evidence from the codebase (untrusted data):\n\n" + "\n\n".join(parts) + "\n\n"
+        f"A reviewer's objections:\n{numbered}\n\n"
+        "Check each objection against the evidence only. For each number give keep (the "
+        "evidence supports it), update (partly right: write the correction) or discard (the "
+        "evidence contradicts it, or it names code the evidence does not show), with a short "
+        "reason citing [E#]. Reply as JSON."
+    )
+    return [
+        ChatMessage("system", "You check code review objections against evidence. Be strict."),
+        ChatMessage("user", user),
+    ]
+
+
+def verify_objections(
+    session: PlanningSession,
+    agent: Agent,
+    review: str,
+    evidence: list[Evidence],
+    *,
+    turn_key: str,
+    restating: str = "",
+) -> list[Checked] | None:
+    """The objections of `review` with their verdicts, shown as a system message; None when
+    there is nothing to check (no evidence, or no objection). Runs once per turn key."""
+    stream = TurnStream(session.pk, turn_key=turn_key, role=Message.Role.SYSTEM, node=NODE)
+    done = stream.existing()
+    if done is not None:
+        return [Checked(**c) for c in done.data.get("verdicts", [])]
+    items = objections(review, restating=restating)
+    if not evidence or not items:
+        return None
+    options = CallOptions(max_tokens=70 * len(items) + 30, temperature=0.0)
+    note = ""
+    try:
+        reply = structured_call(
+            session, get_provider(agent.profile), verify_prompt(items, evidence), Verdicts, options
+        )
+        by_number = {v.objection: v for v in reply.verdicts}
+    except BudgetSpent:
+        raise
+    except ProviderError as exc:
+        log.info("session %s: objections not verified (%s)", session.pk, exc)
+        by_number, note = {}, "\n\n_The check could not run; every objection is kept._"
+    checked = [_checked(text, by_number.get(n)) for n, text in enumerate(items, 1)]
+    stream.open()
+    stream.finish(
+        content=render(checked) + note,
+        usage=options.usage,
+        data={"verdicts": [asdict(c) for c in checked]},
+    )
+    return checked
+
+
+def kept(checked: list[Checked]) -> str:
+    """The objections that reach Agent A, numbered; "" when none survived."""
+    texts = [c.text for c in checked if c.verdict != "discard"]
+    return "\n".join(f"{n}. {t}" for n, t in enumerate(texts, 1))
+
+
+def render(checked: list[Checked]) -> str:
+    lines = ["**Objections checked against the evidence:**"]
+    for n, c in enumerate(checked, 1):
+        if c.verdict == "keep":
+            lines.append(f"{n}. kept — {c.objection}")
+        elif c.verdict == "update":
+            lines.append(f"{n}. updated — {c.objection} → {c.correction}")
+        else:
+            lines.append(f"{n}. discarded — {c.objection} ({c.reason or 'no reason given'})")
+    return "\n".join(lines)
+
+
+def _checked(text: str, verdict: Verdict | None) -> Checked:
+    # An objection the verifier skipped is kept: dropping critique needs a reason.
+    if verdict is None:
+        return Checked(text, "keep", reason="not judged")
+    if verdict.verdict == "update" and not verdict.correction.strip():
+        return Checked(text, "keep", reason=verdict.reason)
+    return Checked(text, verdict.verdict, verdict.correction.strip(), verdict.reason.strip())
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= OBJECTION_CHARS else text[: OBJECTION_CHARS - 1].rstrip() + "…"

@@ -1,0 +1,368 @@
+"""One plan version exported for other tools: JSON (docs/plan.schema.json), a GitHub-issue body
+and a hand-off prompt for coding agents.
+
+All three are built from `plan_data`, which re-checks every path and citation against the
+codebase, so no export can present a file that is not there as if it were. The hand-off prompt
+also carries the codebase's rules and the pins the plan was written with (`guidance`): a coding
+agent handed the plan must follow what the planning agents were told to follow."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from agents.citations import extract_citations, line_note
+from agents.plan import check_file, code_span, codebase_paths, unique_files
+from conversations.models import Message, Plan
+from rag.models import Rule
+from rag.paths import InvalidPath, clean
+from rag.rules import active_rules
+
+SCHEMA_VERSION = "1"
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "plan.schema.json"
+
+_ACTIONS = ("modify", "create", "delete")
+_SIZES = ("S", "M", "L", "XL")
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The JSON Schema every JSON export validates against."""
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return loaded
+
+
+def _text(value: Any) -> str:
+    """A model-written string on one line (a line break could start a block of its own)."""
+    return " ".join(value.split()) if isinstance(value, str) else ""
+
+
+def _list(data: dict[str, Any], key: str) -> list[Any]:
+    value = data.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _dict(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _strings(data: dict[str, Any], key: str) -> list[str]:
+    return [t for t in dict.fromkeys(_text(i) for i in _list(data, key)) if t]
+
+
+def _key(path: str) -> str:
+    try:
+        return clean(path)
+    except InvalidPath:
+        return path
+
+
+def plan_data(plan: Plan) -> dict[str, Any]:
+    """The plan as data in the shape of docs/plan.schema.json, paths and citations re-checked."""
+    session = plan.session
+    codebase = session.codebase
+    data = plan.structured if isinstance(plan.structured, dict) else {}
+    paths = codebase_paths(codebase)
+
+    files: list[dict[str, Any]] = []
+    for entry in unique_files(_list(data, "files")):
+        action = _text(entry.get("action"))
+        action = action if action in _ACTIONS else "modify"
+        checked = check_file(entry["path"], action, paths)
+        row = {
+            "path": checked.path,
+            "status": checked.status,
+            "action": action,
+            "reason": _text(entry.get("reason")),
+        }
+        if checked.written:
+            row["written"] = checked.written
+        files.append(row)
+    actions = {_key(f["path"]): f["action"] for f in files}
+
+    steps: list[dict[str, Any]] = []
+    for number, step in enumerate((s for s in _list(data, "steps") if isinstance(s, dict)), 1):
+        step_files: dict[str, dict[str, str]] = {}
+        for written in _list(step, "files"):
+            # Small models sometimes write the word "path" where a path belongs.
+            if not _text(written) or " " in written.strip() or not set("/.") & set(written):
+                continue
+            checked = check_file(written, actions.get(_key(written), "modify"), paths)
+            step_files.setdefault(checked.path, {"path": checked.path, "status": checked.status})
+        steps.append(
+            {
+                "number": number,
+                "title": _text(step.get("title")) or f"Step {number}",
+                "detail": _text(step.get("detail")),
+                "files": list(step_files.values()),
+            }
+        )
+
+    effort = _dict(data, "effort")
+    size = _text(effort.get("size"))
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "plan": {
+            "session": session.pk,
+            "title": session.title,
+            "task": session.task,
+            "version": plan.version,
+            "review_status": plan.review_status,
+            "created_at": plan.created_at.isoformat(),
+            "codebase": codebase.name,
+            "line_note": line_note(codebase),
+        },
+        "summary": _text(data.get("summary")),
+        "decisions": _strings(data, "decisions"),
+        "steps": steps,
+        "files": files,
+        "citations": [c.as_dict() for c in extract_citations(codebase, plan.markdown)],
+        "testing": _strings(data, "testing"),
+        "risks": _strings(data, "risks"),
+        "effort": {"size": size, "estimate": _text(effort.get("estimate"))}
+        if size in _SIZES
+        else None,
+    }
+
+
+def to_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+_STATUS_WORDS = {
+    "exists": "exists",
+    "new": "new file",
+    "missing": "NOT IN THE CODEBASE",
+    "invalid": "INVALID PATH",
+}
+
+
+def _file_line(f: dict[str, Any]) -> str:
+    reason = f" — {f['reason']}" if f["reason"] else ""
+    return f"- {code_span(f['path'])} — {f['action']} — {_STATUS_WORDS[f['status']]}{reason}"
+
+
+def _bullets(heading: str, items: list[str]) -> list[str]:
+    return [f"## {heading}", "", *(f"- {item}" for item in items), ""] if items else []
+
+
+def _citation(c: dict[str, Any]) -> str:
+    lines = str(c["start"]) if c["start"] == c["end"] else f"{c['start']}-{c['end']}"
+    return code_span(f"{c['path']}:{lines}") + ("" if c["exists"] else " (not found)")
+
+
+def github_issue(data: dict[str, Any]) -> str:
+    """A GitHub-issue body: the summary, one `- [ ]` task per step, the files with status."""
+    out = [data["summary"] or data["plan"]["title"], ""]
+    if data["steps"]:
+        out += ["## Tasks", ""]
+        for step in data["steps"]:
+            detail = f" — {step['detail']}" if step["detail"] else ""
+            files = ", ".join(code_span(f["path"]) for f in step["files"])
+            out.append(
+                f"- [ ] **{step['title']}**{detail}" + (f" (files: {files})" if files else "")
+            )
+        out.append("")
+    if data["files"]:
+        out += ["## Files", "", *(_file_line(f) for f in data["files"]), ""]
+    out += _bullets("Decisions", data["decisions"])
+    out += _bullets("Testing", data["testing"])
+    out += _bullets("Risks", data["risks"])
+    if data["citations"]:
+        out += ["## Code cited", "", *(f"- {_citation(c)}" for c in data["citations"]), ""]
+    out.append(f"_Plan v{data['plan']['version']} from PlanAgents._")
+    return "\n".join(out) + "\n"
+
+
+def _ranges(path: str, citations: list[dict[str, Any]]) -> str:
+    spans = sorted({(c["start"], c["end"]) for c in citations if c["exists"] and c["path"] == path})
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+PINS_NODE = "pinned_context"
+"""The node of the message that records the pins a session's agents were shown
+(agents.rules.session_pins)."""
+PIN_TEXT_CHARS = 1200
+"""How much of one pinned snippet the hand-off prompt repeats."""
+
+
+def guidance(plan: Plan) -> dict[str, Any]:
+    """The codebase's rules (enabled ones, critical first, with what the plan's own rules check
+    and the human's overrides said of them) and the pins the plan was written with: those it
+    records (`pins_used`), else those its session's agents were shown."""
+    data = plan.structured if isinstance(plan.structured, dict) else {}
+    broken = {
+        v.get("rule_id"): _text(v.get("explanation"))
+        for v in _list(_dict(data, "rules_check"), "violations")
+        if isinstance(v, dict)
+    }
+    overridden: dict[Any, str] = {}
+    for override in _list(data, "rules_overrides"):
+        if isinstance(override, dict):
+            for rule in _list(override, "rules"):
+                if isinstance(rule, dict):
+                    overridden[rule.get("rule_id")] = _text(override.get("reason"))
+    rules = [
+        {
+            "text": _text(rule.text),
+            "severity": rule.severity,
+            "source": rule.source,
+            "broken": broken.get(rule.pk, ""),
+            "overridden": overridden.get(rule.pk, ""),
+        }
+        for rule in active_rules(plan.session.codebase)
+    ]
+    pins = [p for p in _list(data, "pins_used") if isinstance(p, dict)]
+    if "pins_used" not in data:
+        shown = (
+            Message.objects.filter(session_id=plan.session_id, node=PINS_NODE)
+            .order_by("seq")
+            .values_list("data", flat=True)
+            .first()
+        )
+        pins = [p for p in _list(shown or {}, "pins") if isinstance(p, dict)]
+    return {"rules": rules, "pins": pins}
+
+
+def _rule_line(rule: dict[str, Any]) -> str:
+    mark = "[critical] " if rule["severity"] == Rule.Severity.CRITICAL else ""
+    where = f" (from {code_span(rule['source'])})" if rule["source"] else ""
+    line = f"- {mark}{rule['text']}{where}"
+    if rule["overridden"]:
+        line += f" — the plan breaks it; the human accepted that: {rule['overridden']}"
+    elif rule["broken"]:
+        line += f" — the plan's rules check says it breaks it: {rule['broken']}"
+    return line
+
+
+def _pin_lines(pin: dict[str, Any]) -> list[str]:
+    label = f"[P{pin.get('number')}]"
+    kind, title, text = str(pin.get("kind")), _text(pin.get("title")), str(pin.get("text") or "")
+    if kind == "note":
+        return [f"- {label} {_text(text)}"]
+    if not pin.get("found", True):
+        return [f"- {label} {code_span(title)}: could not be read when the plan was written"]
+    if kind == "file":
+        return [f"- {label} read {code_span(title)} before you start"]
+    shown = text if len(text) <= PIN_TEXT_CHARS else text[:PIN_TEXT_CHARS] + "\n…"
+    fence = "```"
+    while fence in shown:
+        fence += "`"
+    return [f"- {label} {title}:", "", fence, shown, fence, ""]
+
+
+def handoff_prompt(data: dict[str, Any], guide: dict[str, Any] | None = None) -> str:
+    """A prompt to paste into a coding agent (Claude Code, Codex, Aider, Cursor): goal,
+    constraints and the codebase's rules, the pinned context, files with line ranges, ordered
+    steps, tests to write, done-criteria. `guide` is what `guidance` found.
+
+    Only files that exist (or are to be created) are listed as files to work on; a path the
+    codebase does not have is listed apart, as something to check, never as a file to edit."""
+    guide = guide or {"rules": [], "pins": []}
+    meta = data["plan"]
+    real = [f for f in data["files"] if f["status"] in ("exists", "new")]
+    unsure = [f for f in data["files"] if f["status"] in ("missing", "invalid")]
+    out = [f"# Task: {_text(meta['title'])}", "", "## Goal", ""]
+    out += [data["summary"] or _text(meta["task"]), "", f"Requested: {_text(meta['task'])}", ""]
+    out += [
+        "## Constraints and rules",
+        "",
+        "- Follow the steps in order; keep each change as small as the step needs.",
+        "- Touch only the files listed below unless a step cannot be done otherwise; "
+        "say so when you do.",
+        "- Follow the codebase's existing conventions, style and test layout.",
+        "- Do not invent files, functions or APIs: check they exist before relying on them.",
+        *(f"- Decision to respect: {d}" for d in data["decisions"]),
+    ]
+    if meta["line_note"]:
+        out.append(f"- Line numbers: {meta['line_note']}")
+    out.append("")
+    if guide["rules"]:
+        out += [
+            "## The codebase's rules",
+            "",
+            "The project's own rules, as the planning agents were given them. Do not break a "
+            "[critical] one without the human's say-so.",
+            "",
+            *(_rule_line(rule) for rule in guide["rules"]),
+            "",
+        ]
+    if guide["pins"]:
+        out += ["## Pinned context", "", "What the project pinned for every plan on it:", ""]
+        for pin in guide["pins"]:
+            out += _pin_lines(pin)
+        if out[-1]:
+            out.append("")
+    if real:
+        out += ["## Files", ""]
+        for f in real:
+            ranges = _ranges(f["path"], data["citations"])
+            where = f" (lines {ranges})" if ranges else ""
+            verb = "create" if f["status"] == "new" else f["action"]
+            why = f" — {f['reason']}" if f["reason"] else ""
+            out.append(f"- {code_span(f['path'])}{where}: {verb}{why}")
+        out.append("")
+    if unsure:
+        out += [
+            "## Paths the plan named that are not in the codebase",
+            "",
+            "Do not assume these exist; find the right file or ask before acting.",
+            "",
+            *(f"- {code_span(f['path'])} ({_STATUS_WORDS[f['status']].lower()})" for f in unsure),
+            "",
+        ]
+    if data["steps"]:
+        out += ["## Steps", ""]
+        for step in data["steps"]:
+            detail = f" — {step['detail']}" if step["detail"] else ""
+            out.append(f"{step['number']}. {step['title']}{detail}")
+            known = [f["path"] for f in step["files"] if f["status"] in ("exists", "new")]
+            if known:
+                out.append("   Files: " + ", ".join(code_span(p) for p in known))
+        out.append("")
+    out += _bullets("Tests to write", data["testing"])
+    out += _bullets("Risks to guard against", data["risks"])
+    out += [
+        "## Done when",
+        "",
+        "- Every step above is implemented.",
+        "- The tests above are written and pass, and the existing test suite still passes.",
+        "- The linters and type checker the project uses pass.",
+        "- No file outside the list above changed without a stated reason.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Export:
+    """One export format: how to build it from a plan version and how to serve it."""
+
+    render: Callable[[Plan], str]
+    content_type: str
+    extension: str
+    label: str
+
+
+EXPORTS: dict[str, Export] = {
+    "json": Export(
+        lambda plan: to_json(plan_data(plan)), "application/json; charset=utf-8", "json", "JSON"
+    ),
+    "github": Export(
+        lambda plan: github_issue(plan_data(plan)),
+        "text/markdown; charset=utf-8",
+        "github.md",
+        "GitHub issue",
+    ),
+    "handoff": Export(
+        lambda plan: handoff_prompt(plan_data(plan), guidance(plan)),
+        "text/plain; charset=utf-8",
+        "prompt.md",
+        "Hand-off prompt",
+    ),
+}

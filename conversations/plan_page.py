@@ -1,0 +1,85 @@
+"""What the plan page shows of one version: its sections, each rendered (sanitized) with the
+controls to approve, edit or regenerate it, what the version's checks found, and whether the
+plan as a whole is approved (conversations.plan_approval)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from agents.plan_sections import section_text, sections_of
+from conversations.models import Plan, PlanningSession
+from conversations.plan_approval import approval_context
+from conversations.plan_diff import sections
+from conversations.rendering import render_markdown
+from conversations.services import can_revise
+from conversations.store import file_url_prefix
+
+
+def checks(plan: Plan) -> dict[str, Any]:
+    """What this version's path checks and citation checks found."""
+    data = plan.structured if isinstance(plan.structured, dict) else {}
+    files = Counter(
+        str(f.get("status", "")) for f in data.get("files") or [] if isinstance(f, dict)
+    )
+    citations = [c for c in data.get("citations") or [] if isinstance(c, dict)]
+    return {
+        "exists": files.get("exists", 0),
+        "new": files.get("new", 0),
+        "missing": files.get("missing", 0) + files.get("invalid", 0),
+        "citations": len(citations),
+        "broken": sum(1 for c in citations if not c.get("exists")),
+        "checked": "citations" in data,
+    }
+
+
+def page_context(session: PlanningSession, plan: Plan, **extra: Any) -> dict[str, Any]:
+    """The plan page's context for `plan` (extra: editing, edit_text, preview_html, diff…)."""
+    prefix = file_url_prefix(session.codebase_id)
+    latest = session.plans.order_by("-version").values_list("version", flat=True).first()
+    editable = latest == plan.version
+    data = plan.structured if isinstance(plan.structured, dict) else {}
+    found = {s.title: s.body for s in sections(plan.markdown)}
+    approved = set(plan.approved_sections or [])
+    groups: list[dict[str, Any]] = []
+    for info in sections_of(data):
+        if not groups or groups[-1]["heading"] != info.heading:
+            body = found.get(info.heading, "")
+            groups.append(
+                {
+                    "heading": info.heading,
+                    "html": render_markdown(f"## {info.heading}\n\n{body}", file_url_prefix=prefix)
+                    if body
+                    else "",
+                    "controls": [],
+                }
+            )
+        groups[-1]["controls"].append(
+            {"key": info.key, "label": info.label, "approved": info.key in approved}
+        )
+    head = found.get("", "")
+    versions = session.plans.order_by("version").select_related("author", "reviewer")
+    return {
+        "session": session,
+        "plan": plan,
+        "plan_html": render_markdown(plan.markdown, file_url_prefix=prefix),
+        "head_html": render_markdown(head, file_url_prefix=prefix) if head else "",
+        "plan_sections": groups,
+        "editable": editable,
+        # The page is the owner's alone (the views 404 for anyone else).
+        "can_revise": editable and can_revise(session.owner, session),
+        "checks": checks(plan),
+        "versions": versions,
+        "approved_count": len(approved),
+        "section_count": sum(len(g["controls"]) for g in groups),
+        **approval_context(plan, latest),
+        **extra,
+    }
+
+
+def editor_context(plan: Plan, key: str, text: str | None = None) -> dict[str, Any]:
+    """The editor of section `key` opened on the page (only on the latest version)."""
+    data = plan.structured if isinstance(plan.structured, dict) else {}
+    if not key or key not in {s.key for s in sections_of(data)}:
+        return {}
+    return {"editing": key, "edit_text": section_text(data, key) if text is None else text}

@@ -1,0 +1,254 @@
+"""The plan page's extras: exports, comparing two versions, share links, finishing the plan
+section by section (approve, edit, regenerate) and approving it as a whole. Each looks the session up for this user
+(404 otherwise), does one thing and renders or redirects."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
+
+from conversations import exports, plan_approval, plan_sections, services, sharing, store
+from conversations.models import Plan, PlanningSession
+from conversations.plan_diff import diff_plans
+from conversations.plan_page import editor_context, page_context
+from conversations.rendering import render_markdown
+from conversations.views import _plan_or_404, _session_or_404
+
+
+@login_required
+def plan_export(request: HttpRequest, session_id: int, kind: str) -> HttpResponse:
+    """One plan version as JSON, a GitHub-issue body or a hand-off prompt; `?download=1`
+    makes it a file, else it is shown as text (what the copy button reads)."""
+    export = exports.EXPORTS.get(kind)
+    if export is None:
+        raise Http404("No such export")
+    session = _session_or_404(request, session_id)
+    plan = _plan_or_404(request, session)
+    response = HttpResponse(export.render(plan), content_type=export.content_type)
+    name = f"plan-{session.pk}-v{plan.version}.{export.extension}"
+    disposition = "attachment" if request.GET.get("download") else "inline"
+    response["Content-Disposition"] = f'{disposition}; filename="{name}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def _version(plans: object, value: str) -> Plan:
+    if not (value.isascii() and value.isdigit() and len(value) < 10):
+        raise Http404("No such version")
+    return get_object_or_404(plans, version=int(value))  # type: ignore[arg-type]
+
+
+@login_required
+def plan_compare(request: HttpRequest, session_id: int) -> HttpResponse:
+    """`?a=1&b=2`: two versions side by side, the older on the left, section by section and
+    word by word, each headed with who made it and when."""
+    session: PlanningSession = _session_or_404(request, session_id)
+    plans = Plan.objects.filter(session=session).select_related("author")
+    latest = plans.order_by("-version").first()
+    if latest is None:
+        raise Http404("This session has no plan yet")
+    b = _version(plans, request.GET.get("b") or str(latest.version))
+    a = _version(plans, request.GET.get("a") or str(max(b.version - 1, 1)))
+    old, new = sorted((a, b), key=lambda p: p.version)
+    diff = diff_plans(old.markdown, new.markdown)
+    statuses = [s.status for s in diff]
+    return render(
+        request,
+        "conversations/plan_compare.html",
+        {
+            "session": session,
+            "plan": new,
+            "base": old,
+            "diff": diff,
+            "counts": [
+                (statuses.count(k), k) for k in ("changed", "added", "removed", "unchanged")
+            ],
+            "versions": plans.order_by("version").select_related("reviewer"),
+        },
+    )
+
+
+@login_required
+@require_POST
+def share_create(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Create a read-only link and show it, this once, on the plan page: only its hash is
+    kept, so the response is not cached and a reload does not show it again."""
+    try:
+        created = sharing.create_link(request.user, session_id, request.POST.get("expiry", ""))
+    except sharing.ShareLinkNotFound:
+        raise Http404("No such session") from None
+    except sharing.ShareLinkError as exc:
+        messages.error(request, str(exc))
+        return redirect("conversations:plan", session_id=session_id)
+    session = created.link.session
+    plan = _plan_or_404(request, session)
+    url = reverse("conversations:plan_shared", kwargs={"token": created.token})
+    response = render(
+        request,
+        "conversations/plan.html",
+        page_context(session, plan, share_created=request.build_absolute_uri(url)),
+    )
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+def share_revoke(request: HttpRequest, session_id: int, link_id: int) -> HttpResponse:
+    try:
+        sharing.revoke_link(request.user, session_id, link_id)
+    except sharing.ShareLinkNotFound:
+        raise Http404("No such share link") from None
+    messages.success(request, "The share link was revoked; it no longer opens the plan.")
+    return redirect("conversations:plan", session_id=session_id)
+
+
+@never_cache
+@require_http_methods(["GET", "HEAD"])
+def plan_shared(request: HttpRequest, token: str) -> HttpResponse:
+    """The public, read-only plan behind a share link: no login, no way into the rest of the
+    app. Citations are not linked (the code pages need an account)."""
+    try:
+        link = sharing.resolve(token)
+    except sharing.ShareLinkNotFound:
+        raise Http404("No such link") from None
+    session = link.session
+    plan = _plan_or_404(request, session)
+    response = render(
+        request,
+        "conversations/shared_plan.html",
+        {
+            "title": session.title,
+            "plan": plan,
+            "plan_html": render_markdown(plan.markdown),
+            "versions": session.plans.order_by("version"),
+            "evidence": [
+                {"message": m, "html": render_markdown(m.content)}
+                for m in sharing.evidence(session)
+            ],
+        },
+    )
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+def _version_number(request: HttpRequest) -> int:
+    value = request.POST.get("version", "")
+    if not (value.isascii() and value.isdigit() and len(value) < 10):
+        raise Http404("No such version")
+    return int(value)
+
+
+def _to_section(session_id: int, version: int, key: str) -> HttpResponse:
+    url = reverse("conversations:plan", kwargs={"session_id": session_id})
+    return redirect(f"{url}?version={version}#section-{key}")
+
+
+@login_required
+@require_POST
+def section_edit(request: HttpRequest, session_id: int, key: str) -> HttpResponse:
+    """Save a human's edit of one section as a new version; with `preview`, show what the
+    edited section would look like instead (nothing saved)."""
+    version = _version_number(request)
+    text = request.POST.get("text", "")
+    try:
+        if "preview" in request.POST:
+            preview = plan_sections.preview_section(request.user, session_id, version, key, text)
+            session = _session_or_404(request, session_id)
+            plan = get_object_or_404(Plan, session=session, version=version)
+            context = page_context(
+                session,
+                plan,
+                preview_html=render_markdown(
+                    preview, file_url_prefix=store.file_url_prefix(session.codebase_id)
+                ),
+                **editor_context(plan, key, text),
+            )
+            return render(request, "conversations/plan.html", context)
+        plan = plan_sections.edit_section(request.user, session_id, version, key, text)
+    except services.SessionNotFound:
+        raise Http404("No such plan") from None
+    except plan_sections.SectionError as exc:
+        messages.error(request, str(exc))
+        return _to_section(session_id, version, key)
+    messages.success(request, f"Saved as v{plan.version}.")
+    return _to_section(session_id, plan.version, key)
+
+
+@login_required
+@require_POST
+def section_approve(request: HttpRequest, session_id: int, key: str) -> HttpResponse:
+    version = _version_number(request)
+    try:
+        plan_sections.approve_section(request.user, session_id, version, key)
+    except services.SessionNotFound:
+        raise Http404("No such plan") from None
+    except plan_sections.SectionError as exc:
+        messages.error(request, str(exc))
+    return _to_section(session_id, version, key)
+
+
+@login_required
+@require_POST
+def plan_approve(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Approve the plan version on screen (the latest) as a whole; see plan_approval."""
+    version = _version_number(request)
+    try:
+        plan = plan_approval.approve_plan(request.user, session_id, version)
+    except services.SessionNotFound:
+        raise Http404("No such plan") from None
+    except plan_approval.ApprovalError as exc:
+        messages.error(request, str(exc))
+    else:
+        left = len(plan_approval.unapproved_sections(plan))
+        unreviewed = (
+            f" {left} section{'s' if left != 1 else ''} not approved one by one." if left else ""
+        )
+        messages.success(request, f"Plan v{plan.version} approved.{unreviewed}")
+    url = reverse("conversations:plan", kwargs={"session_id": session_id})
+    return redirect(f"{url}?version={version}#plan-approval")
+
+
+@login_required
+@require_POST
+def section_regenerate(request: HttpRequest, session_id: int, key: str) -> HttpResponse:
+    """Ask Agent A to rewrite one section; its turn streams on the session page, where the
+    new version appears when it is done."""
+    version = _version_number(request)
+    try:
+        plan_sections.request_regeneration(
+            request.user, session_id, version, key, request.POST.get("instruction", "")
+        )
+    except services.SessionNotFound:
+        raise Http404("No such plan") from None
+    except plan_sections.SectionError as exc:
+        messages.error(request, str(exc))
+        return _to_section(session_id, version, key)
+    messages.success(
+        request, "Agent A is rewriting the section below; the new version appears when done."
+    )
+    return redirect("conversations:detail", session_id=session_id)
+
+
+@login_required
+@require_POST
+def write_plan(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Debate: end the discussion and write its plan (what Stop does in a debate: the summary,
+    then the plan; see agents.debate.write_debate_plan)."""
+    session = _session_or_404(request, session_id)
+    if session.mode != PlanningSession.Mode.DEBATE:
+        messages.error(request, "Only a debate is ended this way; approve the proposal instead.")
+        return redirect("conversations:detail", session_id=session_id)
+    try:
+        services.stop(request.user, session_id)
+    except services.SessionNotFound:
+        raise Http404("No such session") from None
+    except services.SessionError as exc:
+        messages.error(request, str(exc))
+    return redirect("conversations:detail", session_id=session_id)

@@ -1,0 +1,171 @@
+"""Where a session is and how long its current step is likely to take, for the page.
+
+The workflow panel and the status line are built from the workflow's state table itself
+(agents.workflow.NODES): a node added there gets its row here, and "Step k of n" counts those
+rows. The estimate of a step is the median duration of the owner's past turns of the same node
+on the same profile, measured, never guessed."""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any
+
+from django.core.cache import cache
+from django.utils import timezone
+
+from agents.workflow import CHECKPOINT, COMPLETED, NODES, STOPPED
+from conversations.models import Message, PlanningSession, PlanningState
+
+ESTIMATE_SAMPLE = 20  # the latest turns a median is taken over
+
+
+def workflow_order() -> list[str]:
+    """Every node of the workflow table in the order a session meets them, "completed" last."""
+    return list(NODES)
+
+
+def _stopped_at(session: PlanningSession, order: list[str]) -> str | None:
+    """The step a stopped session was in: the node of its last message that has one."""
+    last = (
+        Message.objects.filter(session=session, node__in=order)
+        .order_by("-seq")
+        .values_list("node", flat=True)
+        .first()
+    )
+    return last
+
+
+def workflow_steps(session: PlanningSession, state: PlanningState | None) -> dict[str, Any]:
+    """{"steps": [{node, label, who, status}], "step": k, "total": n}. The steps are the nodes
+    of the workflow table in order, up to "completed", which is where they end, not a step:
+    the sidebar draws one row per step and the status line says "Step k of n" with n the
+    number of those rows. status is one of done, current, paused, stopped, pending; k is the
+    1-based position of the step in hand (0 when none is)."""
+    order = workflow_order()
+    node = state.current_node if state else order[0]
+    marks: dict[str, str] = {}
+    if node == COMPLETED:
+        marks = {n: "done" for n in order}
+        at = None
+    elif node == STOPPED or session.status == PlanningSession.Status.STOPPED:
+        at = _stopped_at(session, order) if node == STOPPED else node
+        if at is not None:
+            position = order.index(at)
+            marks = {n: "done" for n in order[:position]}
+            marks[at] = "stopped"
+    else:
+        at = node if node in order else None
+        if at is not None:
+            position = order.index(at)
+            marks = {n: "done" for n in order[:position]}
+            waiting = session.status == PlanningSession.Status.AWAITING_HUMAN
+            paused = session.status == PlanningSession.Status.FAILED or (
+                waiting and at != CHECKPOINT
+            )
+            marks[at] = "paused" if paused else "current"
+    steps = [
+        {
+            "node": n,
+            "label": NODES[n].label,
+            "who": NODES[n].actor,
+            "status": marks.get(n, "pending"),
+        }
+        for n in order
+        if n != COMPLETED
+    ]
+    nodes = [s["node"] for s in steps]
+    step = nodes.index(at) + 1 if at in nodes else 0
+    return {"steps": steps, "step": step, "total": len(steps)}
+
+
+def estimate(session: PlanningSession, node: str, profile: str) -> dict[str, Any] | None:
+    """{"seconds", "runs"}: the median duration of the owner's latest finished turns of this
+    node on this profile; None before there is one to measure."""
+    durations = list(
+        Message.objects.filter(
+            session__owner_id=session.owner_id,
+            node=node,
+            profile=profile,
+            state=Message.State.COMPLETE,
+            latency_ms__gt=0,
+        )
+        .order_by("-pk")
+        .values_list("latency_ms", flat=True)[:ESTIMATE_SAMPLE]
+    )
+    if not durations:
+        return None
+    return {"seconds": round(median(durations) / 1000, 1), "runs": len(durations)}
+
+
+def approx_tokens(texts: list[str]) -> int:
+    """About how many tokens a prompt is (4 characters a token: the page says "about")."""
+    return sum(len(t) for t in texts) // 4
+
+
+def turn_progress(
+    session: PlanningSession, message: Message, *, phase: str, prompt_tokens: int | None = None
+) -> dict[str, Any]:
+    """A "progress" event for a turn in hand: its phase (reading the prompt, writing, redoing),
+    how long it has run and how long such turns took before."""
+    event: dict[str, Any] = {
+        "type": "progress",
+        "seq": message.seq,
+        "node": message.node,
+        "agent": message.agent,
+        "profile": message.profile,
+        "phase": phase,
+        "elapsed_s": round(max(0.0, (timezone.now() - message.created_at).total_seconds()), 1),
+        "estimate": estimate(session, message.node, message.profile) if message.node else None,
+    }
+    key = f"planagents:prompt-tokens:{message.pk}"
+    loading_key = f"planagents:loading-model:{message.pk}"
+    if prompt_tokens is not None:
+        # The job, opening the turn, in the process that runs its model. Both are kept for a
+        # page that connects mid-turn (the job and the sockets share the cache).
+        loading = phase == "reading" and loads_model_first(message.profile)
+        cache.set(key, prompt_tokens, 3600)
+        cache.set(loading_key, loading, 3600)
+    else:
+        prompt_tokens = cache.get(key)
+        # Asked again here: where the job runs in this process, the model may be in by now.
+        loading = bool(cache.get(loading_key)) and loads_model_first(message.profile)
+    if prompt_tokens is not None:
+        event["prompt_tokens"] = prompt_tokens
+    if loading and phase == "reading":
+        event["loading_model"] = True
+    return event
+
+
+def loads_model_first(profile: str) -> bool:
+    """Whether a call on `profile` loads its model before it reads the prompt: a local
+    (llama.cpp) profile whose server this process has not started yet. The first step of the
+    first session then says so instead of sitting silent for the seconds to minutes it takes."""
+    from agents.providers import PROFILES  # agents imports conversations, not the reverse
+    from agents.providers.local import is_loaded
+
+    row = next((p for p in PROFILES if p.name == profile), None)
+    return row is not None and row.backend == "llama.cpp" and not is_loaded(profile)
+
+
+def current_progress(session: PlanningSession) -> dict[str, Any] | None:
+    """The progress of the turn streaming now (for a page that loads or reconnects mid-turn)."""
+    message = (
+        Message.objects.filter(session=session, state=Message.State.STREAMING)
+        .order_by("-seq")
+        .first()
+    )
+    if message is None:
+        return None
+    return turn_progress(session, message, phase="writing" if message.content else "reading")
+
+
+def heard_in(session_id: int, prompt: list[str]) -> list[int]:
+    """Seqs of the human's messages after the task whose text reached this prompt."""
+    text = "\n".join(prompt)
+    rows = Message.objects.filter(session_id=session_id, role=Message.Role.USER).order_by("seq")
+    seqs = []
+    for seq, content in rows.values_list("seq", "content")[1:]:  # the first is the task
+        note = content.strip()
+        if note and note in text:
+            seqs.append(seq)
+    return seqs

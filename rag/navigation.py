@@ -1,0 +1,562 @@
+"""Read-only lookups over a codebase's symbols and import graph, for the investigation tools:
+`find_symbol`, `find_references`, `outline`, `related`.
+
+    nav = Navigator(index_folder)
+    nav.find_symbol("Cart.total")   # SymbolResult: hits with path:start-end, or suggestions
+    nav.find_references("total")    # ReferenceResult
+    nav.outline("shop/cart.py")     # OutlineResult
+    nav.related("shop/cart.py")     # RelatedResult: imports, importers, tests
+
+Nothing raises for a name or path the codebase lacks: the result says "not found" and
+suggests what is there. Data is a SQLite file (symbols.sqlite) written by `write` at indexing
+and replaced atomically; every lookup opens it read-only, so a rebuild is seen at once.
+Plain functions, no Django.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from rag.import_graph import ImportGraph
+from rag.paths import FileSet
+from rag.symbols import FileSymbols
+
+SYMBOLS_FILE = "symbols.sqlite"
+MAX_HITS = 20
+MAX_REFERENCES = 50
+MAX_SUGGESTIONS = 5
+
+_KIND_ORDER = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 1, "type": 1,
+               "function": 2, "method": 2, "constructor": 3, "module": 3, "macro": 3,
+               "constant": 4, "variable": 5}  # fmt: skip
+_ROLE_ORDER = {"source": 0, "test": 1, "config": 2, "docs": 3, "data": 3}
+_QUALIFIER = re.compile(r"::|#|\.")
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    language: str
+    role: str
+    lines: int
+
+
+@dataclass(frozen=True)
+class SymbolHit:
+    name: str
+    kind: str
+    path: str
+    start_line: int
+    end_line: int
+    container: str = ""
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.container}.{self.name}" if self.container else self.name
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True)
+class SymbolResult:
+    query: str
+    hits: list[SymbolHit]
+    match: str
+    """exact, case-insensitive, spelling (`_` and case aside: resolveUrl for resolve_url),
+    qualified (`Cart.total`), or none."""
+    suggestions: list[str] = field(default_factory=list)
+    total: int = 0
+
+    @property
+    def found(self) -> bool:
+        return bool(self.hits)
+
+    @property
+    def message(self) -> str:
+        if self.hits:
+            more = f" (showing {len(self.hits)})" if self.total > len(self.hits) else ""
+            how = "" if self.match == "exact" else f" ({self.match} match)"
+            return f"{self.total} definition(s) of `{self.query}`{how}{more}."
+        return _not_found(
+            f"No symbol named `{self.query}` is defined in this codebase.", self.suggestions
+        )
+
+
+@dataclass(frozen=True)
+class Reference:
+    path: str
+    line: int
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.line}-{self.line}"
+
+
+@dataclass(frozen=True)
+class ReferenceResult:
+    query: str
+    references: list[Reference]
+    total: int
+    files: int
+    """How many files name it."""
+    definitions: list[SymbolHit] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        return bool(self.references)
+
+    @property
+    def message(self) -> str:
+        if self.references:
+            more = f", showing {len(self.references)}" if self.total > len(self.references) else ""
+            return f"`{self.query}` is named {self.total} time(s) in {self.files} file(s){more}."
+        if self.definitions:
+            return f"`{self.query}` is defined but nothing else in the codebase names it."
+        return _not_found(
+            f"Nothing in this codebase defines or names `{self.query}`.", self.suggestions
+        )
+
+
+@dataclass(frozen=True)
+class OutlineEntry:
+    name: str
+    kind: str
+    start_line: int
+    end_line: int
+    depth: int
+    """0 for top-level definitions, 1 for a class's methods, …"""
+    container: str = ""
+
+    @property
+    def location(self) -> str:
+        return f"{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True)
+class OutlineResult:
+    query: str
+    path: str | None
+    """The codebase's own spelling of the file, None when no file matched."""
+    language: str = ""
+    lines: int = 0
+    entries: list[OutlineEntry] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+    parsed: bool = True
+    """False when the file's language has no grammar here (or it was too large or withheld)."""
+
+    @property
+    def found(self) -> bool:
+        return self.path is not None
+
+    @property
+    def message(self) -> str:
+        if self.path is None:
+            return _not_found(f"No file `{self.query}` in this codebase.", self.suggestions)
+        if not self.parsed:
+            return f"{self.path}: no outline ({self.language or 'this kind of file'} is not parsed); read it instead."
+        return f"{self.path}: {len(self.entries)} definition(s) in {self.lines} lines."
+
+
+@dataclass(frozen=True)
+class TestLink:
+    path: str
+    why: str
+    """imports it, named after it, or both."""
+
+
+@dataclass(frozen=True)
+class RelatedResult:
+    query: str
+    path: str | None
+    imports: list[str] = field(default_factory=list)
+    importers: list[str] = field(default_factory=list)
+    tests: list[TestLink] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        return self.path is not None
+
+    @property
+    def message(self) -> str:
+        if self.path is None:
+            return _not_found(f"No file `{self.query}` in this codebase.", self.suggestions)
+        return (
+            f"{self.path} imports {len(self.imports)} file(s), is imported by "
+            f"{len(self.importers)}, and has {len(self.tests)} related test file(s)."
+        )
+
+
+def _not_found(text: str, suggestions: Sequence[str]) -> str:
+    if suggestions:
+        return f"{text} Did you mean: {', '.join(suggestions)}?"
+    return text
+
+
+# Writing ---------------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT NOT NULL, language TEXT NOT NULL,
+                    role TEXT NOT NULL, lines INTEGER NOT NULL, parsed INTEGER NOT NULL);
+CREATE TABLE defs (name TEXT NOT NULL COLLATE NOCASE, kind TEXT NOT NULL, file INTEGER NOT NULL,
+                   start INTEGER NOT NULL, end INTEGER NOT NULL, container TEXT NOT NULL);
+CREATE TABLE refs (name TEXT NOT NULL, file INTEGER NOT NULL, line INTEGER NOT NULL);
+CREATE TABLE imports (src INTEGER NOT NULL, dst INTEGER NOT NULL);
+"""
+_INDEXES = """
+CREATE UNIQUE INDEX files_path ON files(path);
+CREATE INDEX defs_name ON defs(name);
+CREATE INDEX defs_file ON defs(file, start);
+CREATE INDEX refs_name ON refs(name);
+CREATE INDEX imports_src ON imports(src);
+CREATE INDEX imports_dst ON imports(dst);
+"""
+
+
+def write(
+    folder: str | Path,
+    files: Sequence[FileRow],
+    parsed: Mapping[str, FileSymbols],
+    graph: ImportGraph,
+) -> None:
+    """Write symbols.sqlite into `folder`, replacing the old one atomically.
+
+    References are kept for the names the codebase defines: those are what a planner
+    follows; `numpy` or `self` would only multiply the file.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".symbols-", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        with closing(sqlite3.connect(tmp)) as db:
+            db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
+            ids = {row.path: n for n, row in enumerate(files, start=1)}
+            db.executemany(
+                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (ids[r.path], r.path, r.language, r.role, r.lines, r.path in parsed)
+                    for r in files
+                ],
+            )
+            defined: set[str] = set()
+            for path, found in parsed.items():
+                db.executemany(
+                    "INSERT INTO defs VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        (d.name, d.kind, ids[path], d.start_line, d.end_line, d.container)
+                        for d in found.definitions
+                    ],  # fmt: skip
+                )
+                defined.update(d.name for d in found.definitions)
+            for path, found in parsed.items():
+                db.executemany(
+                    "INSERT INTO refs VALUES (?, ?, ?)",
+                    [(name, ids[path], line) for name, line in found.references if name in defined],
+                )
+            db.executemany(
+                "INSERT INTO imports VALUES (?, ?)",
+                [
+                    (ids[s], ids[t])
+                    for s, targets in graph.edges.items()
+                    for t in targets
+                    if s in ids and t in ids
+                ],  # fmt: skip
+            )
+            db.executescript(_INDEXES)
+            db.commit()
+        os.replace(tmp, folder / SYMBOLS_FILE)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+# Reading ---------------------------------------------------------------------------------
+
+_names_lock = threading.Lock()
+_names_cache: dict[str, tuple[int, list[str], list[str]]] = {}
+"""symbols.sqlite path → (mtime, distinct defined names, file paths), for suggestions."""
+_CACHE_SIZE = 8
+
+
+class Navigator:
+    """Lookups over one index folder's symbols.sqlite. An index without one (built before
+    profiles existed) answers every lookup with "not found" and no suggestions."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.path = Path(folder) / SYMBOLS_FILE
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection | None]:
+        if not self.path.exists():
+            yield None
+            return
+        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            yield db
+        finally:
+            db.close()
+
+    # find_symbol -------------------------------------------------------------------------
+
+    def find_symbol(self, name: str, limit: int = MAX_HITS) -> SymbolResult:
+        """Definitions named `name`: exact, else differing in case, else spelled differently
+        (`_` and case aside), else a qualified `Class.method` / `module.function`; when none,
+        the closest names the codebase defines."""
+        query = name.strip().strip("`'\"").removesuffix("()")
+        if not query:
+            return SymbolResult(name, [], "none")
+        with self._db() as db:
+            if db is None:
+                return SymbolResult(query, [], "none")
+            hits = self._definitions(db, query)
+            exact = [h for h in hits if h.name == query]
+            if exact:
+                return _symbols(query, exact, "exact", limit)
+            if hits:
+                return _symbols(query, hits, "case-insensitive", limit)
+            names, _ = self._catalogue(db)
+            key = _spelling(query)
+            same = [n for n in names if _spelling(n) == key]
+            if same:
+                found = [h for n in same for h in self._definitions(db, n) if h.name == n]
+                return _symbols(query, found, "spelling", limit)
+            parts = [p for p in _QUALIFIER.split(query) if p]
+            if len(parts) > 1:
+                qualified = _qualified(self._definitions(db, parts[-1]), parts[:-1])
+                if qualified:
+                    return _symbols(query, qualified, "qualified", limit)
+            return SymbolResult(query, [], "none", _suggest(parts[-1] if parts else query, names))
+
+    def _definitions(self, db: sqlite3.Connection, name: str) -> list[SymbolHit]:
+        rows = db.execute(
+            "SELECT d.name, d.kind, f.path, d.start, d.end, d.container, f.role FROM defs d "
+            "JOIN files f ON f.id = d.file WHERE d.name = ?",
+            (name,),
+        ).fetchall()
+        rows.sort(key=lambda r: (_ROLE_ORDER.get(r[6], 4), _KIND_ORDER.get(r[1], 6),
+                                 r[2].count("/"), r[2], r[3]))  # fmt: skip
+        return [SymbolHit(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+    # find_references ---------------------------------------------------------------------
+
+    def find_references(self, name: str, limit: int = MAX_REFERENCES) -> ReferenceResult:
+        """Where the codebase names `name` (calls, attributes, imports, types), outside its
+        definitions' own names; source files first. A qualified `Cart.total` looks for
+        `total`."""
+        query = name.strip().strip("`'\"").removesuffix("()")
+        parts = [p for p in _QUALIFIER.split(query) if p]
+        bare = parts[-1] if parts else ""
+        if not bare:
+            return ReferenceResult(name, [], 0, 0)
+        with self._db() as db:
+            if db is None:
+                return ReferenceResult(query, [], 0, 0)
+            definitions = self.find_symbol(bare).hits
+            real = definitions[0].name if definitions else bare
+            rows = db.execute(
+                "SELECT f.path, r.line, f.role FROM refs r JOIN files f ON f.id = r.file "
+                "WHERE r.name = ?",
+                (real,),
+            ).fetchall()
+            rows.sort(key=lambda r: (_ROLE_ORDER.get(r[2], 4), r[0], r[1]))
+            refs = [Reference(path, line) for path, line, _ in rows]
+            suggestions = [] if refs or definitions else _suggest(bare, self._catalogue(db)[0])
+            return ReferenceResult(
+                real if definitions else query,
+                refs[:limit],
+                len(refs),
+                len({r.path for r in refs}),
+                definitions,
+                suggestions,
+            )
+
+    # outline -----------------------------------------------------------------------------
+
+    def outline(self, path: str) -> OutlineResult:
+        """The definitions of one file, in order, nested by container."""
+        with self._db() as db:
+            if db is None:
+                return OutlineResult(path, None)
+            real, suggestions = self._resolve(db, path)
+            if real is None:
+                return OutlineResult(path, None, suggestions=suggestions)
+            file_id, language, _, lines, parsed = db.execute(
+                "SELECT id, language, role, lines, parsed FROM files WHERE path = ?", (real,)
+            ).fetchone()
+            rows = db.execute(
+                "SELECT name, kind, start, end, container FROM defs WHERE file = ? "
+                "ORDER BY start, end DESC",
+                (file_id,),
+            ).fetchall()
+            entries = [
+                OutlineEntry(n, k, s, e, container.count(".") + 1 if container else 0, container)
+                for n, k, s, e, container in rows
+            ]
+            return OutlineResult(path, real, language, lines, entries, parsed=bool(parsed))
+
+    # related -----------------------------------------------------------------------------
+
+    def related(self, path: str, limit: int = 30) -> RelatedResult:
+        """The files `path` imports, the files importing it, and its tests (test files that
+        import it or are named after it)."""
+        with self._db() as db:
+            if db is None:
+                return RelatedResult(path, None)
+            real, suggestions = self._resolve(db, path)
+            if real is None:
+                return RelatedResult(path, None, suggestions=suggestions)
+            imports = [r[0] for r in db.execute(
+                "SELECT t.path FROM imports i JOIN files s ON s.id = i.src "
+                "JOIN files t ON t.id = i.dst WHERE s.path = ? ORDER BY t.path", (real,))]  # fmt: skip
+            importers = db.execute(
+                "SELECT s.path, s.role FROM imports i JOIN files s ON s.id = i.src "
+                "JOIN files t ON t.id = i.dst WHERE t.path = ? ORDER BY s.path",
+                (real,),
+            ).fetchall()
+            test_paths = [r[0] for r in db.execute("SELECT path FROM files WHERE role = 'test'")]
+            named = set(tests_named_after(real, test_paths))
+            importing = {p for p, role in importers if role == "test"}
+            tests = [
+                TestLink(
+                    p,
+                    "imports it and is named after it"
+                    if p in named and p in importing
+                    else "imports it"
+                    if p in importing
+                    else "named after it",
+                )  # fmt: skip
+                for p in sorted(named | importing, key=lambda p: (p not in named, p))
+            ]
+            return RelatedResult(
+                path, real, imports[:limit], [p for p, _ in importers][:limit], tests[:limit]
+            )
+
+    # helpers -----------------------------------------------------------------------------
+
+    def _resolve(self, db: sqlite3.Connection, path: str) -> tuple[str | None, list[str]]:
+        _, paths = self._catalogue(db)
+        resolved = FileSet(paths).resolve(path)
+        if resolved.found:
+            return resolved.path, []
+        if resolved.candidates:
+            return None, list(resolved.candidates)
+        return None, closest_paths(resolved.written or path, paths)
+
+    def _catalogue(self, db: sqlite3.Connection) -> tuple[list[str], list[str]]:
+        """Every defined name and every path, cached per file version."""
+        key = str(self.path)
+        mtime = self.path.stat().st_mtime_ns
+        with _names_lock:
+            cached = _names_cache.get(key)
+            if cached and cached[0] == mtime:
+                return cached[1], cached[2]
+        names = [r[0] for r in db.execute("SELECT DISTINCT name COLLATE BINARY FROM defs")]
+        paths = [r[0] for r in db.execute("SELECT path FROM files ORDER BY path")]
+        with _names_lock:
+            if len(_names_cache) >= _CACHE_SIZE:
+                _names_cache.clear()
+            _names_cache[key] = (mtime, names, paths)
+        return names, paths
+
+
+def _symbols(query: str, hits: list[SymbolHit], match: str, limit: int) -> SymbolResult:
+    return SymbolResult(query, hits[:limit], match, total=len(hits))
+
+
+def _spelling(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def _qualified(hits: list[SymbolHit], qualifier: list[str]) -> list[SymbolHit]:
+    """The hits whose container or module path ends with the qualifier (`Cart`, `shop.cart`)."""
+    wanted = [q.lower() for q in qualifier]
+    chosen = []
+    for hit in hits:
+        container = [c.lower() for c in hit.container.split(".") if c]
+        module = [p.lower() for p in PurePosixPath(hit.path).with_suffix("").parts]
+        if module and module[-1] in ("__init__", "index", "mod"):
+            module = module[:-1]
+        scope = module + container
+        if scope[-len(wanted) :] == wanted or container[-len(wanted) :] == wanted:
+            chosen.append(hit)
+    return chosen
+
+
+def _suggest(query: str, names: Sequence[str], n: int = MAX_SUGGESTIONS) -> list[str]:
+    """Names containing the query (shortest first), then the closest spellings."""
+    lowered = query.lower()
+    if not lowered:
+        return []
+    containing = sorted((x for x in names if lowered in x.lower()), key=lambda x: (len(x), x))
+    by_lower: dict[str, list[str]] = {}
+    for x in sorted(names):  # `Quantity` before `quantity`
+        by_lower.setdefault(x.lower(), []).append(x)
+    close = difflib.get_close_matches(lowered, list(by_lower), n=n, cutoff=0.6)
+    spelled = [x for c in close for x in by_lower[c]]
+    return list(dict.fromkeys([*containing[:n], *spelled]))[:n]
+
+
+def closest_paths(written: str, paths: Sequence[str], n: int = 3) -> list[str]:
+    """Up to n real paths that look most like `written`: same file name first, then the
+    closest spellings."""
+    name = PurePosixPath(written).name.lower()
+    same_name = [p for p in paths if PurePosixPath(p).name.lower() == name]
+    close = difflib.get_close_matches(written, list(paths), n=n, cutoff=0.5)
+    return list(dict.fromkeys([*same_name, *close]))[:n]
+
+
+def tests_named_after(path: str, test_paths: Iterable[str]) -> list[str]:
+    """Test files whose name says they test `path`: `test_cart.py`, `cart_test.go`,
+    `cart.spec.ts`, `CartTest.java`, `unittest_cart.py` for `cart.py`, `cart.go`, … (a
+    package's `__init__.py` and an `index.ts` go by their folder's name)."""
+    pure = PurePosixPath(path)
+    stem = pure.name.split(".")[0]
+    if stem in ("__init__", "index", "mod") and pure.parent.name:
+        stem = pure.parent.name
+    stem = stem.lower()
+    if not stem:
+        return []
+    wanted = {f"test_{stem}", f"{stem}_test", f"tests_{stem}", f"{stem}_tests", f"test{stem}",
+              f"{stem}test", f"{stem}tests", f"{stem}_spec", f"unittest_{stem}", f"{stem}.test",
+              f"{stem}.spec"}  # fmt: skip
+    family = _FAMILY.get(pure.suffix.lower(), pure.suffix.lower())
+    found = []
+    for candidate in test_paths:
+        test = PurePosixPath(candidate.lower())
+        if _FAMILY.get(test.suffix, test.suffix) != family:
+            continue
+        if test.name.rsplit(".", 1)[0] in wanted:
+            found.append(candidate)
+    return sorted(found)
+
+
+_FAMILY = {".pyi": ".py", ".tsx": ".js", ".ts": ".js", ".jsx": ".js", ".mjs": ".js",
+           ".cjs": ".js", ".mts": ".js", ".cts": ".js", ".kt": ".java"}  # fmt: skip
+"""A file's tests are written in its language (TypeScript code may have JavaScript tests)."""

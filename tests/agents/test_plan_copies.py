@@ -1,0 +1,60 @@
+"""A final plan never shows the prompt's own words as its content (seen from the 0.5B model on
+swe-dev seaborn-3010)."""
+
+from agents.planning.nodes import without_copies
+
+REQUEST = (
+    "Write the final implementation plan as JSON. summary: a short paragraph on what the "
+    "change does and why. decisions: the design choices, each with its reason. steps: "
+    "ordered, each with a title, a detail citing `path:line`, and its files. testing: the "
+    "concrete tests to add or run. risks: the concrete failure cases of this change and how "
+    "to guard against them. effort: size S, M, L or XL and an estimate such as '2-3 days'."
+)
+# What the model wrote, verbatim, for those fields.
+JUNK = {
+    "summary": "A short paragraph on what the change does and why.",
+    "decisions": ["Change to handle missing data in PolyFit"],
+    "steps": [{"title": "Drop missing rows in PolyFit", "detail": "In regression.py:30."}],
+    "testing": [
+        "The concrete tests to add or run are not provided.",
+        "The concrete failure cases of this change and how to guard against them are not provided.",
+        "Effort is size S, M, L or XL and an estimate such as '2-3 days'.",
+    ],
+    "risks": [
+        "The concrete failure cases of this change and how to guard against them",
+        "PolyFit on all-missing data would now return an empty frame; test it.",
+    ],
+}
+
+
+def test_fields_that_copy_the_request_are_replaced_by_what_code_knows():
+    plan = without_copies(JUNK, REQUEST, "pytest")
+    assert plan["summary"] == "The change, step by step: Drop missing rows in PolyFit."
+    assert plan["testing"] == [
+        "Add a test that reproduces the task's problem and fails before the change; run `pytest`."
+    ]
+    assert plan["risks"] == [JUNK["risks"][1]]
+    assert plan["decisions"] == JUNK["decisions"]
+
+
+def test_a_plan_in_its_own_words_is_left_as_it_is():
+    own = {
+        **JUNK,
+        "summary": "PolyFit drops rows with missing x or y before fitting, so a None in the "
+        "data no longer raises LinAlgError.",
+        "testing": ["test_polyfit_missing_data: a None in x gives the same fit as without it"],
+        "risks": JUNK["risks"][1:],
+    }
+    assert without_copies(own, REQUEST, "pytest") == own
+
+
+def test_a_proposal_summary_that_copies_its_request_is_rebuilt_from_the_steps():
+    request = "Propose the change as JSON. summary: two or three sentences on what changes and why."
+    proposal = {
+        "summary": "Two or three sentences on what changes and why.",
+        "steps": [{"title": "Drop missing rows in PolyFit", "detail": "", "files": []}],
+        "files": [],
+    }
+    cleaned = without_copies(proposal, request, "")
+    assert cleaned["summary"] == "The change, step by step: Drop missing rows in PolyFit."
+    assert "testing" not in cleaned  # a proposal has no Testing section to fill

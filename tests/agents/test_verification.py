@@ -1,0 +1,109 @@
+"""Claims are checked: citations of evidence or lines that do not exist are flagged and
+counted, and Agent B's objections are cut into a numbered list by code."""
+
+import pytest
+
+from agents.investigation.evidence import Evidence
+from agents.verification import (
+    Checked,
+    cited_evidence,
+    flag_citations,
+    kept,
+    objections,
+    render,
+)
+from conversations.models import Message, PlanningSession
+from rag.models import Codebase, CodeFile
+
+
+def item(number):
+    return Evidence(number, "find_symbol", "TokenStore", "", True, "found", "todo/auth.py", 1, 9)
+
+
+@pytest.fixture
+def session(user):
+    codebase = Codebase.objects.create(owner=user, name="small", status="ready")
+    CodeFile.objects.create(
+        codebase=codebase, path="todo/auth.py", line_count=30, content="x\n" * 30
+    )
+    return PlanningSession.objects.create(owner=user, codebase=codebase, task="Expire tokens")
+
+
+def test_evidence_labels_are_read_once_each_in_order():
+    assert cited_evidence("See [E2] and [E1, E3]; [E2] again, not E4 or [e5].") == [2, 1, 3]
+
+
+@pytest.mark.django_db
+def test_a_message_citing_evidence_that_does_not_exist_is_flagged_and_counted(session):
+    message = Message.objects.create(
+        session=session, seq=2, role="agent", agent="B",
+        content="TokenStore never expires [E1]; the login view ignores it [E9].",
+    )  # fmt: skip
+    assert flag_citations(session, message, [item(1), item(2)]) == 1
+    message.refresh_from_db()
+    assert message.data["citation_problems"] == 1
+    assert message.content.endswith("_Flagged citations: [E9] does not exist (evidence: E1–E2)._")
+    # Checked once: a re-run does not flag it twice.
+    assert flag_citations(session, message, [item(1), item(2)]) == 1
+    message.refresh_from_db()
+    assert message.content.count("_Flagged citations") == 1
+
+
+@pytest.mark.django_db
+def test_a_line_past_the_end_of_the_file_and_a_missing_file_are_flagged(session):
+    message = Message.objects.create(
+        session=session, seq=2, role="agent", agent="A",
+        content="Change `todo/auth.py:12` and `todo/auth.py:400`, and `todo/nowhere.py:3`.",
+    )  # fmt: skip
+    assert flag_citations(session, message, []) == 2
+    message.refresh_from_db()
+    assert "`todo/auth.py:400` is past the end of the file (30 lines)" in message.content
+    assert "`todo/nowhere.py` is not in the codebase" in message.content
+    assert "todo/auth.py:12`" not in message.content.split("_Flagged")[1]
+
+
+@pytest.mark.django_db
+def test_a_message_whose_citations_hold_is_left_alone(session):
+    message = Message.objects.create(
+        session=session, seq=2, role="agent", agent="A", content="See `todo/auth.py:3` [E1]."
+    )
+    assert flag_citations(session, message, [item(1)]) == 0
+    message.refresh_from_db()
+    assert (
+        message.content == "See `todo/auth.py:3` [E1]." and "citation_problems" not in message.data
+    )
+
+
+def test_objections_are_the_bullet_and_numbered_lines():
+    review = (
+        "Two problems:\n"
+        "1. TokenStore has no issue time, so nothing can expire [E1].\n"
+        "- The login view caches tokens in memory\n"
+        "  and never rereads them.\n"
+        "* ok\n"
+        "\n_Flagged citations: [E9] does not exist._"
+    )
+    assert objections(review) == [
+        "TokenStore has no issue time, so nothing can expire [E1].",
+        "The login view caches tokens in memory and never rereads them.",
+    ]
+
+
+def test_without_bullets_objections_are_the_sentences():
+    review = "TokenStore keeps tokens forever. The proposal forgets the tests! Fine."
+    assert objections(review) == [
+        "TokenStore keeps tokens forever.",
+        "The proposal forgets the tests!",
+    ]
+
+
+def test_only_kept_and_updated_objections_reach_agent_a():
+    checked = [
+        Checked("Tokens never expire.", "keep", reason="[E1]"),
+        Checked("Redis stores the tokens.", "discard", reason="E1 shows a dict"),
+        Checked("Tests are missing.", "update", "Tests exist but skip expiry.", "[E2]"),
+    ]
+    assert kept(checked) == "1. Tokens never expire.\n2. Tests exist but skip expiry."
+    shown = render(checked)
+    assert "2. discarded — Redis stores the tokens. (E1 shows a dict)" in shown
+    assert "3. updated — Tests are missing. → Tests exist but skip expiry." in shown

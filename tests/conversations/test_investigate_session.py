@@ -1,0 +1,197 @@
+"""Planning sessions that investigate before proposing, on the scripted provider: the evidence
+plan runs with the read-only tools, each result is a message [E#] the page shows, the proposal
+prompt carries the evidence, a bad plan never crashes the session, and a resumed run neither
+asks the model again nor reruns the tools it already ran."""
+
+import pytest
+from channels.db import database_sync_to_async
+
+from agents.investigation.tools import Workspace
+from agents.planning import nodes
+from agents.providers.fake import FakeProvider
+from conversations.models import Message, PlanningState
+from tests.conversations.wsclient import Client
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
+
+TASK = "Make TokenStore drop tokens older than a day; today they never expire"
+
+
+@pytest.fixture(autouse=True)
+def investigation_on(settings):
+    settings.PLANAGENTS_EVIDENCE_STEPS = 6
+    settings.PLANAGENTS_EVIDENCE_ROUNDS = 2
+
+
+def evidence_plan(next_action="synthesize"):
+    return {
+        "steps": [
+            {"id": "E1", "tool": "find_symbol", "argument": "TokenStore",
+             "why": "where tokens live", "depends_on": [], "kind": "independent"},
+            {"id": "E2", "tool": "related", "argument": "E1", "why": "who uses it",
+             "depends_on": ["E1"], "kind": "dependent"},
+            {"id": "E3", "tool": "search", "argument": "issue token login",
+             "why": "where tokens are issued", "depends_on": [], "kind": "independent"},
+        ],
+        "next_action": next_action,
+    }  # fmt: skip
+
+
+def proposal(path="todo/auth.py"):
+    return {
+        "summary": "Store the issue time with each token [E1].",
+        "steps": [{"title": "Expire", "detail": f"In `{path}:1` [E1].", "files": [path]}],
+        "files": [{"path": path, "action": "modify", "reason": "TokenStore lives here"}],
+        "new_files": [],
+    }
+
+
+def evidence_messages(session):
+    """The evidence cards in [E#] order (they are saved, and shown, as they finish)."""
+    rows = Message.objects.filter(session=session, node="investigate", role="system")
+    return sorted(rows, key=lambda m: m.data["evidence"]["number"])
+
+
+async def run_to_checkpoint(start, user, *script):
+    FakeProvider.script("fake", "TokenStore is in `todo/auth.py:1`.", *script)
+    session = await start(task=TASK)
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human", node="checkpoint")
+    return session, client
+
+
+async def test_the_proposal_is_written_from_the_evidence(start, user):
+    session, client = await run_to_checkpoint(
+        start, user, evidence_plan(), proposal(), "Add a test for expiry."
+    )
+    items = await database_sync_to_async(evidence_messages)(session)
+    data = [m.data["evidence"] for m in items]
+    # The symbol the task names is looked up first (by the app), and the task searched last.
+    assert [(d["id"], d["tool"]) for d in data] == [
+        ("E1", "find_symbol"), ("E2", "related"), ("E3", "search"), ("E4", "search")]  # fmt: skip
+    assert data[3]["argument"] == TASK
+    assert data[0]["tool"] == "find_symbol" and data[0]["location"].startswith("todo/auth.py:")
+    # E2 depended on E1 and was given E1's file.
+    assert data[1]["tool"] == "related" and data[1]["argument"] == "todo/auth.py"
+    assert items[0].content.startswith("**E1 · find_symbol `TokenStore`** — `todo/auth.py:")
+    # Each card reached the page live, as its own message.
+    assert {m.seq for m in items} <= set(client.texts)
+
+    structured = FakeProvider.calls("fake", text=False)
+    plan_call, propose_call = structured[0], structured[1]
+    assert "find_symbol(name)" in plan_call.prompt and TASK in plan_call.prompt
+    prompt = propose_call.prompt
+    assert "[E1] find_symbol(TokenStore) — todo/auth.py:" in prompt
+    assert "class TokenStore" in prompt
+    # The stable part first, the request last (a prompt cache keeps the prefix).
+    assert prompt.index("[E1]") < prompt.index(f"Task: {TASK}") < prompt.index("Propose the change")
+    # The files the proposal may name are the real ones the investigation found.
+    schema = propose_call.schema.model_json_schema()
+    choices = schema["$defs"]["ExistingFileChange"]["properties"]["path"]["enum"]
+    assert choices[0] == "todo/auth.py" and "todo/api.py" in choices
+    review = FakeProvider.calls("fake", text=True)[-1].prompt
+    assert "[E1]" in review
+    state = await database_sync_to_async(PlanningState.objects.get)(session=session)
+    assert state.proposal["files"][0]["path"] == "todo/auth.py"
+    await client.close()
+
+
+async def test_a_second_round_sees_what_the_first_found(start, user):
+    second = {"steps": [{"id": "E1", "tool": "outline", "argument": "todo/auth.py",
+                         "why": "its methods", "depends_on": [], "kind": "independent"}],
+              "next_action": "synthesize"}  # fmt: skip
+    session, client = await run_to_checkpoint(
+        start, user, evidence_plan("retrieve"), second, proposal(), "Fine."
+    )
+    replan = FakeProvider.calls("fake", text=False)[1].prompt
+    assert "Found so far:" in replan and "[E1] find_symbol(TokenStore) → todo/auth.py:" in replan
+    items = await database_sync_to_async(evidence_messages)(session)
+    assert [m.data["evidence"]["id"] for m in items] == ["E1", "E2", "E3", "E4", "E5"]
+    assert items[-1].data["evidence"]["tool"] == "outline"
+    await client.close()
+
+
+async def test_bad_json_gets_one_repair(start, user):
+    session, client = await run_to_checkpoint(
+        start, user, "{not json", evidence_plan(), proposal(), "Fine."
+    )
+    structured = FakeProvider.calls("fake", text=False)
+    assert "That JSON is not valid" in structured[1].prompt  # the repair, then the real plan
+    items = await database_sync_to_async(evidence_messages)(session)
+    assert items[0].data["evidence"]["argument"] == "TokenStore"
+    await client.close()
+
+
+async def test_an_unusable_plan_falls_back_to_the_apps_own_and_the_session_goes_on(start, user):
+    bad = {"steps": [{"id": "E1", "tool": "grep", "argument": "x", "why": "w",
+                      "depends_on": [], "kind": "independent"}], "next_action": "synthesize"}  # fmt: skip
+    session, client = await run_to_checkpoint(start, user, bad, bad, proposal(), "Fine.")
+    plan_message = await database_sync_to_async(
+        lambda: Message.objects.get(session=session, node="investigate", role="agent")
+    )()
+    assert "the app planned instead" in plan_message.content
+    items = await database_sync_to_async(evidence_messages)(session)
+    tools = [(m.data["evidence"]["tool"], m.data["evidence"]["argument"]) for m in items]
+    assert sorted(tools) == [("find_symbol", "TokenStore"), ("search", TASK)]
+    await client.close()
+
+
+async def test_a_resumed_investigation_reruns_neither_the_model_nor_finished_tools(
+    start, user, monkeypatch
+):
+    session, client = await run_to_checkpoint(start, user, evidence_plan(), proposal(), "Fine.")
+    await client.close()
+    ran: list[tuple[str, str]] = []
+    real = Workspace.call
+
+    def spy(self, tool, argument):
+        ran.append((tool, argument))
+        return real(self, tool, argument)
+
+    monkeypatch.setattr(Workspace, "call", spy)
+
+    def rerun_after_crash():
+        # The process died after E1 and E2 were saved, before E3 was.
+        before = {m.turn_key: m.seq for m in evidence_messages(session)}
+        Message.objects.filter(session=session, turn_key="investigate:E3").delete()
+        calls = len(FakeProvider.calls("fake"))
+        state = PlanningState.objects.get(session=session)
+        context = nodes.NodeContext.load(session, state)
+        nodes.investigate(context)
+        assert len(FakeProvider.calls("fake")) == calls  # the saved plan was reused
+        after = {m.turn_key: m.seq for m in evidence_messages(session)}
+        return before, after, [e.label for e in context.evidence]
+
+    before, after, labels = await database_sync_to_async(rerun_after_crash)()
+    assert ran == [("search", "issue token login")]  # only the step whose result was lost
+    assert after["investigate:E1"] == before["investigate:E1"]
+    assert after["investigate:E2"] == before["investigate:E2"]
+    assert labels == ["E1", "E2", "E3", "E4"]
+    ran.clear()
+    await database_sync_to_async(
+        lambda: nodes.investigate(
+            nodes.NodeContext.load(session, PlanningState.objects.get(session=session))
+        )
+    )()
+    assert ran == []
+
+
+async def test_the_plan_shown_is_the_plan_that_ran(start, user):
+    """The 1.5B model wrote one lookup six times; the page showed all six while one ran."""
+    step = {"id": "E1", "tool": "outline", "argument": "todo/auth.py", "why": "its methods",
+            "depends_on": [], "kind": "independent"}  # fmt: skip
+    repeated = {"steps": [step] * 6, "next_action": "synthesize"}
+    session, client = await run_to_checkpoint(start, user, repeated, proposal(), "Fine.")
+    await client.close()
+
+    shown = await database_sync_to_async(
+        lambda: Message.objects.get(session=session, turn_key="investigate:plan:1")
+    )()
+    ran = shown.data["steps"]
+    rows = [line for line in shown.content.splitlines() if line.startswith("- ")]
+    assert len(rows) == len(ran)
+    assert sum("`todo/auth.py`" in row for row in rows) == 1
+    assert "5 of the model's 6 step(s) left out" in shown.content
+    mine = [row for row in rows if "the app's own lookup" not in row]
+    assert len(mine) == 1 and "`outline` `todo/auth.py`" in mine[0]

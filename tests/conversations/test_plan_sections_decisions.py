@@ -1,0 +1,206 @@
+"""The Decisions section is a table of the disagreement behind the plan, read from the
+session's real messages: Agent A's proposal, Agent B's objections, the verification pass's
+verdicts on them (or, when no pass ran, what A's next proposal did about them), the human's
+change requests."""
+
+import pytest
+from channels.db import database_sync_to_async
+
+from agents.decision_log import OPEN, decision_log
+from agents.plan import render_plan
+from agents.providers.fake import FakeProvider
+from conversations.models import Message, Plan, PlanningSession
+from rag.models import CodeFile
+from tests.conversations.test_planning_session import plan_draft, proposal
+from tests.conversations.wsclient import Client
+
+VERDICTS = [
+    {"objection": "The counter must reset after a good login.", "verdict": "keep",
+     "correction": "", "reason": "[E1] shows no reset."},
+    {"objection": "Counters in memory break with two workers.", "verdict": "update",
+     "correction": "Only with more than one worker process [E2].", "reason": "[E2]"},
+    {"objection": "The login view is in api/views.py.", "verdict": "discard",
+     "correction": "", "reason": "[E1] shows it in `app/auth.py:3`."},
+]  # fmt: skip
+
+
+def add(session, seq, **fields):
+    return Message.objects.create(session=session, seq=seq, **fields)
+
+
+@pytest.fixture
+def discussed(db, user, codebase):
+    session = PlanningSession.objects.create(
+        owner=user, codebase=codebase, title="Rate limiting", task="Add rate limiting",
+        agent_a_profile="fake", agent_b_profile="fake",
+    )  # fmt: skip
+    add(session, 1, role="user", content="Add rate limiting")
+    add(session, 2, role="agent", agent="A", node="propose_changes",
+        content="**Proposal.** Throttle logins in memory.",
+        data={"summary": "Throttle logins in memory."})  # fmt: skip
+    add(session, 3, role="agent", agent="B", node="review_and_refine", content="- objections")
+    add(session, 4, role="system", node="verify", content="checked", data={"verdicts": VERDICTS})
+    add(session, 5, role="user", content="Requested changes: Use Redis for the counters.")
+    add(session, 6, role="user", content="Approved the proposal. Write the final plan.")
+    add(session, 7, role="agent", agent="A", node="propose_changes", content="**Proposal.** v2",
+        state=Message.State.INTERRUPTED, data={"summary": "Cut off mid-reply."})  # fmt: skip
+    return session
+
+
+def test_each_objection_and_change_request_is_a_row_with_its_resolution(discussed):
+    rows = decision_log(discussed)
+    assert [(r["objection"], r["resolution"], r["by"]) for r in rows] == [
+        ("The counter must reset after a good login.", "kept", "verification pass"),
+        ("Counters in memory break with two workers.", "changed", "verification pass"),
+        ("The login view is in api/views.py.", "dropped", "verification pass"),
+        ("—", "changed", "human"),
+    ]
+    assert {r["proposed"] for r in rows} == {"Throttle logins in memory."}  # not the cut-off one
+    assert rows[1]["decision"] == "Revise: Only with more than one worker process [E2]."
+    assert rows[2]["evidence"] == ["[E1]", "app/auth.py:3"]
+    assert rows[3]["decision"] == "Use Redis for the counters."
+
+
+def test_the_table_shows_who_resolved_what_on_which_evidence(discussed):
+    data = {"decisions": ["Keep a per-user counter [E1]."], "decision_log": decision_log(discussed)}
+    markdown = render_plan(data, {"app/auth.py"})
+    assert "| Decision | Agent A proposed | Agent B objected | Resolved | By | Evidence" in markdown
+    assert "| Keep a per-user counter [E1]. | — | none raised | kept | Agent A | [E1]" in markdown
+    assert (
+        "| Proposal stands: [E1] shows it in `app/auth.py:3`. | Throttle logins in memory. "
+        "| The login view is in api/views.py. | dropped | verification pass "
+        "| [E1], `app/auth.py:3`"
+    ) in markdown
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_drained")
+async def test_a_planning_sessions_plan_carries_the_humans_change_request(start, user, codebase):
+    paths = CodeFile.objects.filter(codebase=codebase, role="source").values_list("path")
+    path = (await database_sync_to_async(paths.first)())[0]
+    FakeProvider.script(
+        "fake", "The login flow.", proposal(path), "Add a test.",
+        proposal(path), "Fine.", plan_draft(path),
+    )  # fmt: skip
+    session = await start()
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human", node="checkpoint")
+    await client.send({"type": "control", "action": "modify", "text": "Count per IP as well."})
+    await client.until_state("running")
+    await client.until_state("awaiting_human", node="checkpoint")
+    await client.send({"type": "control", "action": "approve"})
+    await client.until_state("completed")
+    await client.close()
+
+    plan = await database_sync_to_async(Plan.objects.get)(session=session)
+    assert [(r["decision"], r["by"]) for r in plan.structured["decision_log"]] == [
+        # B's "Add a test." was not verified (no evidence); A's next proposal is the same one.
+        ("Proposal stands: the next proposal is the same", "Agent A"),
+        ("Count per IP as well.", "human"),
+    ]
+    assert "| Count per IP as well. | Throttle failed logins in" in plan.markdown
+
+
+def unverified(session, review, next_files=None, *, plan=False):
+    """A proposal touching app/auth.py, B's review of it and no verification pass; then A's
+    next proposal (or the plan) touching `next_files`, unless None."""
+    before = {"summary": "Throttle logins.", "steps": [], "files": [{"path": "app/auth.py"}]}
+    add(session, 1, role="user", content="Add rate limiting")
+    add(session, 2, role="agent", agent="A", node="propose_changes", content="**Proposal.**",
+        data=before)  # fmt: skip
+    add(session, 3, role="agent", agent="B", node="review_and_refine", content=review)
+    if next_files is not None:
+        after = {**before, "files": [{"path": p} for p in next_files]}
+        node = "finalize_plan" if plan else "propose_changes"
+        add(session, 4, role="agent", agent="A", node=node, content="reply", data=after)
+    return session
+
+
+@pytest.fixture
+def bare(db, user, codebase):
+    return PlanningSession.objects.create(
+        owner=user, codebase=codebase, title="Rate limiting", task="Add rate limiting",
+        agent_a_profile="fake", agent_b_profile="fake",
+    )  # fmt: skip
+
+
+REVIEW = (
+    "- The proposal forgets `tests/test_auth.py`: add a failing-login test there.\n"
+    "- Counters in memory break with two worker processes."
+)
+
+
+def test_an_unverified_objection_is_a_row_resolved_by_what_the_next_proposal_did(bare):
+    unverified(bare, REVIEW, ["app/auth.py", "tests/test_auth.py"])
+    rows = decision_log(bare)
+    assert [(r["objection"], r["resolution"], r["by"]) for r in rows] == [
+        ("The proposal forgets `tests/test_auth.py`: add a failing-login test there.",
+         "changed", "Agent A"),
+        ("Counters in memory break with two worker processes.", OPEN, "—"),
+    ]  # fmt: skip
+    assert rows[0]["decision"] == "Revised: the next proposal adds `tests/test_auth.py`"
+    assert {r["proposed"] for r in rows} == {"Throttle logins."}
+
+
+def test_an_objection_the_next_proposal_ignores_is_dropped_by_agent_a(bare):
+    unverified(bare, REVIEW, ["app/auth.py"])
+    assert [r["resolution"] for r in decision_log(bare)] == ["dropped", "dropped"]
+
+
+def test_an_objection_nobody_answered_stays_open(bare):
+    unverified(bare, "The counter never resets after a good login.")
+    (row,) = decision_log(bare)
+    assert (row["decision"], row["resolution"], row["by"]) == ("Unresolved", OPEN, "—")
+
+
+def test_the_plan_answers_the_last_review(bare):
+    unverified(bare, "Delete `app/auth.py` instead of patching it again.", [], plan=True)
+    (row,) = decision_log(bare)
+    assert (row["decision"], row["resolution"]) == (
+        "Revised: the plan drops `app/auth.py`",
+        "changed",
+    )
+
+
+def test_a_verified_review_is_not_counted_twice(bare):
+    unverified(bare, REVIEW)
+    add(bare, 4, role="system", node="verify", content="checked", data={"verdicts": VERDICTS[:1]})
+    assert [r["by"] for r in decision_log(bare)] == ["verification pass"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_drained")
+async def test_b_s_objections_reach_the_plan_when_no_verification_pass_ran(start, user, codebase):
+    paths = CodeFile.objects.filter(codebase=codebase, role="source").values_list("path")
+    path = (await database_sync_to_async(paths.first)())[0]
+    with_test = proposal(path, extra=[{"path": "tests/test_api.py", "action": "modify",
+                                       "reason": "the failing-login test"}])  # fmt: skip
+    review = (
+        "- The proposal forgets `tests/test_api.py`: add a failing-login test there.\n"
+        "- Counters in memory break with two worker processes."
+    )
+    FakeProvider.script(
+        "fake", "The login flow.", proposal(path), review, with_test, "Fine.", plan_draft(path),
+    )  # fmt: skip
+    session = await start()
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human", node="checkpoint")
+    await client.send({"type": "control", "action": "modify", "text": "Count per IP as well."})
+    await client.until_state("running")
+    await client.until_state("awaiting_human", node="checkpoint")
+    await client.send({"type": "control", "action": "approve"})
+    await client.until_state("completed")
+    await client.close()
+
+    verified = session.messages.filter(node="verify").exists
+    assert not await database_sync_to_async(verified)()  # the pass was skipped: no evidence
+    plan = await database_sync_to_async(Plan.objects.get)(session=session)
+    assert [(r["resolution"], r["by"]) for r in plan.structured["decision_log"]] == [
+        ("changed", "Agent A"), (OPEN, "—"), ("changed", "human"),
+    ]  # fmt: skip
+    assert "Revised: the next proposal adds `tests/test_api.py`" in plan.markdown
+    assert "| Counters in memory break with two worker processes. | open — not verified |" in (
+        plan.markdown
+    )
