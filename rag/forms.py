@@ -2,9 +2,7 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from rag.parsers.archive import is_zip
-from rag.parsers.listing import incomplete
-from rag.parsers.repomix import PackError, parse_pack
+from rag.completeness import judge_apart
 
 REFUSE = "refuse"
 WARN = "warn"
@@ -63,25 +61,16 @@ class UploadForm(forms.Form):
 
 
 def incomplete_pack(uploads: list[UploadedFile]) -> str:
-    """Why the uploaded pack is incomplete (rag.parsers.listing.incomplete); "" when it is
-    complete, or is a zip (no listing to judge by), or is not a pack the upload's own checks
-    accept (they say what is wrong with it).
+    """Why the uploaded pack is incomplete (rag.completeness.incompleteness); "" when it is
+    complete, or is a zip, or is not a pack the upload's own checks accept.
 
     This parses the pack in the request, which the upload otherwise leaves to the indexing job:
-    it is linear in the pack (about 1.5 s for the 50 MB cap on two busy cores) and it is the
-    only way to refuse before anything is kept (docs/decisions.md)."""
+    it is the only way to refuse before anything is kept (docs/decisions.md). The parse runs in
+    a child process (rag.completeness.judge_apart), never in the server's, where it would stall
+    every other request for as long as it takes."""
     if sum(upload.size or 0 for upload in uploads) > settings.PLANAGENTS_MAX_UPLOAD_BYTES:
         return ""  # too big: the upload's own check refuses it, without parsing
-    packs = []
-    for upload in uploads:
-        data = b"".join(upload.chunks())
-        if is_zip(data):
-            return ""
-        try:
-            packs.append(parse_pack(data))
-        except PackError:
-            return ""
-    return incomplete(packs)
+    return judge_apart([b"".join(upload.chunks()) for upload in uploads])
 
 
 class NewVersionForm(forms.Form):
