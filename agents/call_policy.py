@@ -15,7 +15,7 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from django.conf import settings
 from pydantic import BaseModel
@@ -31,6 +31,8 @@ from agents.providers.base import (
     ProviderError,
     ProviderUnavailable,
     RetryableError,
+    ToolReply,
+    ToolSpec,
 )
 from agents.providers.remote import scrub_stream
 from agents.runtime import beat
@@ -89,11 +91,13 @@ def call(
     purpose: str = "",
     message_id: int | None = None,
     traces: list[trace.CallTrace] | None = None,
+    tools: Sequence[ToolSpec] = (),
 ) -> Iterator[str]:
-    """The pieces of one reply. A RetryableError before the first piece is retried; anything
-    after it is the caller's (the text already shown cannot be taken back). Each call is
-    charged, held to its time limits (agents.budget) and recorded (agents.trace); `traces`
-    collects the records so the caller can say later that a reply was redone or repaired."""
+    """The pieces of one reply (offered `tools`: the ToolReply JSON of the model's tool
+    calls). A RetryableError before the first piece is retried; anything after it is the
+    caller's (the text already shown cannot be taken back). Each call is charged, held to its
+    time limits (agents.budget) and recorded (agents.trace); `traces` collects the records so
+    the caller can say later that a reply was redone or repaired."""
     attempt = 0
     while True:
         check_session_time(session_id)
@@ -103,7 +107,7 @@ def call(
             provider,
             prompt,
             options.usage,
-            schema=schema,
+            schema=ToolReply if tools else schema,
             purpose=purpose,
             message_id=message_id,
         )
@@ -116,11 +120,12 @@ def call(
         retry_in: float | None = None
         pieces: Iterator[str] | None = None
         try:
-            pieces = (
-                provider.stream(prompt, options)
-                if schema is None
-                else provider.stream_structured(prompt, schema, options)
-            )
+            if tools:
+                pieces = provider.stream_tool_calls(prompt, list(tools), options)
+            elif schema is None:
+                pieces = provider.stream(prompt, options)
+            else:
+                pieces = provider.stream_structured(prompt, schema, options)
             try:
                 first = next(pieces)
             except StopIteration:

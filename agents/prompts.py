@@ -88,18 +88,30 @@ TOOL_GUIDE = (
 )
 
 
-def evidence_plan_prompt(task: str, profile_summary: str, max_steps: int, language: str) -> str:
-    """Agent A's first job: what to look up before proposing (one small, concrete call)."""
-    parts = [
-        "You are Agent A. Before proposing a change you look at the code. " + TOOL_GUIDE,
-        f"Codebase:\n{profile_summary}" if profile_summary else "",
-        f"Task: {task}",
-        f"Plan at most {max_steps} lookups as JSON. Look up the classes, functions and files "
-        "the task names first (find_symbol), then search for the behaviour it describes; "
+def evidence_plan_prompt(
+    task: str, profile_summary: str, max_steps: int, language: str, *, tools: bool = False
+) -> str:
+    """Agent A's first job: what to look up before proposing (one small, concrete call).
+    `tools`: the model is offered the tools as native functions instead of writing JSON."""
+    ask = (
+        f"Call at most {max_steps} of the tools; they run together once you are done. Call "
+        "find_symbol for the classes and functions the task names, then search for the "
+        "behaviour it describes. Call ask_human only when the task can mean two different "
+        "changes and the code cannot tell which. Call no tool if you need no lookup. "
+        if tools
+        else f"Plan at most {max_steps} lookups as JSON. Look up the classes, functions and "
+        "files the task names first (find_symbol), then search for the behaviour it describes; "
         "steps that need another step's file depend on it. next_action: synthesize when these "
         "lookups will be enough, retrieve to plan one more round after seeing them, clarify "
         "only when the task can mean two different changes and the code cannot tell which: "
-        "then question is the one thing to ask the human. " + language_rule(language),
+        "then question is the one thing to ask the human. "
+    )
+    parts = [
+        "You are Agent A. Before proposing a change you look at the code. "
+        + ("Use the read-only tools you are given." if tools else TOOL_GUIDE),
+        f"Codebase:\n{profile_summary}" if profile_summary else "",
+        f"Task: {task}",
+        ask + language_rule(language),
     ]
     return "\n\n".join(p for p in parts if p)
 
@@ -113,18 +125,26 @@ def replan_prompt(
     *,
     question: str = "",
     answer: str = "",
+    tools: bool = False,
 ) -> str:
     """The second round: what was found, what is missing, a few more lookups or none; with
-    the human's answer when Agent A asked them a question."""
+    the human's answer when Agent A asked them a question. `tools`: as evidence_plan_prompt."""
+    ask = (
+        f"What is still missing to propose the change? Call at most {max_steps} more of the "
+        "tools, none repeating a lookup above (read_file the definitions found, related for "
+        "their tests), or no tool if you have enough. "
+        if tools
+        else f"What is still missing to propose the change? Plan at most {max_steps} more "
+        "lookups as JSON, none repeating one above (read_file the definitions found, related "
+        "for their tests), or no steps with next_action synthesize if you have enough. "
+    )
     parts = [
-        "You are Agent A, investigating the code before proposing a change. " + TOOL_GUIDE,
+        "You are Agent A, investigating the code before proposing a change. "
+        + ("Use the read-only tools you are given." if tools else TOOL_GUIDE),
         f"Codebase:\n{profile_summary}" if profile_summary else "",
         f"Task: {task}",
         f"You asked the human: {question}\nThe human answered: {answer}" if question else "",
         "Found so far:\n" + "\n".join(found),
-        f"What is still missing to propose the change? Plan at most {max_steps} more lookups "
-        "as JSON, none repeating one above (read_file the definitions found, related for their "
-        "tests), or no steps with next_action synthesize if you have enough. "
-        + language_rule(language),
+        ask + language_rule(language),
     ]
     return "\n\n".join(p for p in parts if p)

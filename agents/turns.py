@@ -36,6 +36,8 @@ from agents.providers.base import (
     InvalidStructuredOutput,
     LLMProvider,
     ProviderError,
+    ToolReply,
+    ToolSpec,
     structured_reply,
 )
 from agents.runtime import SessionStopped, TurnStream
@@ -123,6 +125,26 @@ def structured_call(
 
     try:
         return repaired(messages, schema, complete, traces)
+    finally:
+        charge_tokens(session.pk, options.usage)
+
+
+def tool_call(
+    session: PlanningSession,
+    provider: LLMProvider,
+    messages: list[ChatMessage],
+    tools: list[ToolSpec],
+    options: CallOptions,
+    *,
+    purpose: str = "tool calls",
+) -> ToolReply:
+    """The model's native tool calls, offered `tools` (provider.native_tools), outside any
+    message: budget, retries and trace as for structured_call."""
+    should_stop = options.should_stop or _never
+    try:
+        pieces = call(session.pk, provider, messages, options, should_stop, purpose=purpose,
+                      tools=tools)  # fmt: skip
+        return ToolReply.from_json("".join(pieces))
     finally:
         charge_tokens(session.pk, options.usage)
 

@@ -1,6 +1,7 @@
 """Investigation in a session: Agent A writes an evidence plan, the app runs it with the
 read-only tools, each result is saved and shown as its own message ([E1]…), and A may plan one
-more round seeing what was found and what is missing.
+more round seeing what was found and what is missing. The plan is JSON under the local model's
+grammar, or, for a provider with native tool calls, the calls it makes (investigation.native).
 
 Idempotent like every turn: the plan of each round and each evidence item are messages with
 stable turn keys (`<key>:plan:<round>`, `<key>:E<n>`); a re-run finds them and runs neither the
@@ -16,7 +17,7 @@ from dataclasses import asdict
 
 from django.conf import settings
 
-from agents.investigation import clarify
+from agents.investigation import clarify, native
 from agents.investigation.evidence import Evidence, EvidencePlan, EvidenceStep, plan_schema
 from agents.investigation.runner import Step, run_steps, tidy_steps
 from agents.investigation.tools import ToolResult, Workspace
@@ -91,8 +92,9 @@ def _plan(
     asked: clarify.Asked | None = None,
 ) -> tuple[EvidencePlan, list[Step], int]:
     """This round's plan, the steps to run (tidied) and the [E#] number they count from: the
-    saved ones on a re-run; else one structured call, repaired once (the one repair path) and
-    replaced by a deterministic plan if still unusable."""
+    saved ones on a re-run; else one call, replaced by a deterministic plan if unusable: the
+    model's native tool calls when its provider has them, else a structured call repaired once
+    (the one repair path)."""
     stream = TurnStream(
         session.pk,
         turn_key=f"{key}:plan:{round_no}",
@@ -105,22 +107,32 @@ def _plan(
     if done is not None and done.data and "evidence_plan" in done.data:
         saved = [Step(**{**s, "depends_on": tuple(s["depends_on"])}) for s in done.data["steps"]]
         return EvidencePlan.model_validate(done.data["evidence_plan"]), saved, done.data["base"]
-    schema = plan_schema(max_steps)
+    provider = get_provider(agent.profile)
+    tools = provider.native_tools
     if round_no == 1:
-        prompt = evidence_plan_prompt(session.task, summary, max_steps, session.language)
+        prompt = evidence_plan_prompt(
+            session.task, summary, max_steps, session.language, tools=tools
+        )
     else:
         prompt = replan_prompt(
             session.task, summary, [e.line() for e in evidence], max_steps, session.language,
             question=asked.question if asked else "", answer=asked.answer if asked else "",
+            tools=tools,
         )  # fmt: skip
-    provider = get_provider(agent.profile)
     stream.fields["model"] = provider.model_name
     options = CallOptions(max_tokens=90 * max_steps + 40, temperature=0.0)
     note = ""
     try:
-        plan: EvidencePlan = structured_call(
-            session, provider, [ChatMessage("user", prompt)], schema, options
-        )
+        plan: EvidencePlan
+        if tools:
+            last = round_no >= settings.PLANAGENTS_EVIDENCE_ROUNDS
+            plan, dropped = native.plan_with_tools(
+                session, provider, prompt, options, max_steps, last_round=last
+            )
+            note = native.dropped_note(dropped)
+        else:
+            messages = [ChatMessage("user", prompt)]
+            plan = structured_call(session, provider, messages, plan_schema(max_steps), options)
     except BudgetSpent:
         raise
     except ProviderError as exc:

@@ -24,18 +24,39 @@ from rag.navigation import Navigator, closest_paths
 from rag.paths import FileSet, parse_citation
 from rag.retrieval import retrieve
 
-TOOLS = (
-    "search",
-    "find_symbol",
-    "find_references",
-    "read_file",
-    "outline",
-    "list_dir",
-    "related",
-)
 MAX_LINES = 200
 MAX_CHARS = 6000
 SNIPPET_LINES = 40
+
+
+@dataclass(frozen=True)
+class Tool:
+    """What a model is told of one tool: what it does, and its one string argument."""
+
+    does: str
+    argument: str
+    """The argument's name: query, name or path."""
+    means: str
+    """What the argument holds."""
+
+
+TOOLS: dict[str, Tool] = {
+    "search": Tool("Find code by meaning and words.", "query", "what to look for"),
+    "find_symbol": Tool(
+        "Show where a class or function is defined.", "name", "a class or function name"
+    ),
+    "find_references": Tool(
+        "List where a class or function is used.", "name", "a class or function name"
+    ),
+    "read_file": Tool(
+        f"Read at most {MAX_LINES} lines of a file.", "path", "path:start-end, or a path"
+    ),
+    "outline": Tool("List a file's definitions.", "path", "a file's path"),
+    "list_dir": Tool("List a folder.", "path", "a folder's path; . for the root"),
+    "related": Tool("Give a file's imports, importers and tests.", "path", "a file's path"),
+}
+"""The read-only tools, by name: the evidence plan's tool names and the native tool
+declarations (agents.investigation.native) both come from here."""
 
 
 @dataclass(frozen=True)

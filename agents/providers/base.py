@@ -1,11 +1,14 @@
 """The one LLM provider interface. A provider is a small class: a profile name, the model it
-runs, and two ways to call it: stream text, or produce an object of a Pydantic model."""
+runs, and two ways to call it: stream text, or produce an object of a Pydantic model. A
+provider whose API has native tool calls (`native_tools`) has a third: offer functions and get
+back the calls the model chose."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -59,9 +62,52 @@ class CallOptions:
     usage: Usage = field(default_factory=Usage)
 
 
+@dataclass(frozen=True)
+class ToolSpec:
+    """One function a model may call: its name, what it does, and its parameters as a JSON
+    schema (an object). Each vendor's declaration is built from this."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model made: the function's name and its arguments as the JSON text the
+    model wrote, unparsed (whether bad arguments matter is the caller's to say)."""
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """A reply to a call that offered tools: any text, and the tool calls in the model's order."""
+
+    text: str = ""
+    calls: tuple[ToolCall, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps({"text": self.text, "calls": [asdict(c) for c in self.calls]})
+
+    @classmethod
+    def from_json(cls, raw: str) -> ToolReply:
+        try:
+            data = json.loads(raw)
+            calls = tuple(ToolCall(str(c["name"]), str(c["arguments"])) for c in data["calls"])
+            return cls(str(data.get("text", "")), calls)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise InvalidStructuredOutput(
+                "The tool-call reply could not be read", f"{type(exc).__name__}: {exc}"
+            ) from None
+
+
 class LLMProvider:
     profile: str = ""
     model_name: str = ""
+    native_tools: bool = False
+    """Whether `stream_tool_calls` works: the vendor's API has native tool calls."""
 
     def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
         """Yield the reply in text pieces as the model writes them."""
@@ -72,6 +118,21 @@ class LLMProvider:
     ) -> Iterator[str]:
         """Yield raw JSON text pieces constrained to `schema`'s JSON schema."""
         raise NotImplementedError
+
+    def stream_tool_calls(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], options: CallOptions
+    ) -> Iterator[str]:
+        """Offer `tools` and yield the reply as ToolReply JSON text (once the model is done:
+        tool-call arguments arrive in fragments). Text, like the other two calls, so
+        agents.call_policy makes it as it makes every call: budget, retries, trace."""
+        raise NotImplementedError
+
+    def tool_calls(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], options: CallOptions
+    ) -> ToolReply:
+        """The reply to a call offering `tools`, outside any session (sessions use
+        agents.turns.tool_call)."""
+        return ToolReply.from_json("".join(self.stream_tool_calls(messages, tools, options)))
 
     def structured(self, messages: list[ChatMessage], schema: type[T], options: CallOptions) -> T:
         """Return one validated `schema` object (one repair retry on invalid output). Sessions

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from django.conf import settings
 
-from .base import CallOptions, ChatMessage, GenerationCancelled, LLMProvider, ProviderError, T
+from .base import (
+    CallOptions,
+    ChatMessage,
+    GenerationCancelled,
+    LLMProvider,
+    ProviderError,
+    T,
+    ToolCall,
+    ToolReply,
+    ToolSpec,
+)
 from .remote import (
     RetryableError,
     first_setting,
@@ -61,6 +72,8 @@ def build(profile: str) -> LLMProvider:
 
 
 class GeminiProvider(LLMProvider):
+    native_tools = True
+
     def __init__(self, profile: str, *, model: str, api_key: str, http_client: Any = None) -> None:
         self.profile = profile
         self.model_name = model
@@ -99,9 +112,46 @@ class GeminiProvider(LLMProvider):
             ),
         )
 
+    def stream_tool_calls(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], options: CallOptions
+    ) -> Iterator[str]:
+        from google.genai import types
+
+        declarations = [
+            types.FunctionDeclaration(
+                name=t.name, description=t.description, parameters_json_schema=t.parameters
+            )
+            for t in tools
+        ]
+        parts = self._parts(
+            messages, options, {"tools": [types.Tool(function_declarations=declarations)]}
+        )
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for part in parts:
+            if part.text:
+                text.append(part.text)
+            if part.function_call is not None and part.function_call.name:
+                # Gemini sends each call whole, its arguments an object (not JSON text).
+                arguments = json.dumps(part.function_call.args or {})
+                calls.append(ToolCall(part.function_call.name, arguments))
+        yield ToolReply("".join(text), tuple(calls)).to_json()
+
     def _generate(
         self, messages: list[ChatMessage], options: CallOptions, extra: dict[str, Any]
     ) -> Iterator[str]:
+        parts = self._parts(messages, options, extra)
+        try:
+            for part in parts:
+                if part.text:
+                    yield part.text
+        finally:
+            parts.close()  # a caller that stops reading ends the stream (and counts its usage)
+
+    def _parts(
+        self, messages: list[ChatMessage], options: CallOptions, extra: dict[str, Any]
+    ) -> Generator[Any, None, None]:
+        """The reply's parts as they stream (not its thoughts), counting usage."""
         from google.genai import errors, types
 
         system = "\n\n".join(m.content for m in messages if m.role == "system")
@@ -117,7 +167,8 @@ class GeminiProvider(LLMProvider):
             system_instruction=system or None,
             max_output_tokens=options.max_tokens,
             temperature=options.temperature,
-            # No tools are passed; off, the SDK also stops logging "AFC is enabled" per call.
+            # The app runs the tools it offers itself; off, the SDK also stops logging
+            # "AFC is enabled" per call.
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
             **extra,
         )
@@ -138,9 +189,9 @@ class GeminiProvider(LLMProvider):
                     ) or output_tokens
                 for candidate in chunk.candidates or []:
                     for part in (candidate.content.parts if candidate.content else None) or []:
-                        if part.text and not part.thought:
+                        if (part.text or part.function_call is not None) and not part.thought:
                             pieces += 1
-                            yield part.text
+                            yield part
                 if should_stop():
                     raise GenerationCancelled("Stopped by the user.")
         except ProviderError:

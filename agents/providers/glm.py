@@ -15,7 +15,6 @@ from django.conf import settings
 from .base import CallOptions, ChatMessage, LLMProvider, ProviderError, T
 from .remote import (
     ChatCompletionsProvider,
-    chat_chunks,
     first_setting,
     status_error,
     timeout_seconds,
@@ -82,33 +81,30 @@ class GLMProvider(ChatCompletionsProvider):
             http_client=self._http_client,
         )
 
-    def _generate(
+    def _create(
         self, messages: list[ChatMessage], options: CallOptions, extra: dict[str, Any]
-    ) -> Iterator[str]:
+    ) -> Any:
+        return self._client().chat.completions.create(
+            model=self.model_name,
+            messages=[{"role": m.role, "content": m.content} for m in messages],
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+            stream=True,
+            # Thinking would spend the token budget before the reply starts.
+            thinking={"type": "disabled"},
+            **extra,
+        )
+
+    def _failure(self, exc: Exception) -> ProviderError:
         from zai.core._errors import APIStatusError
 
-        try:
-            chunks = self._client().chat.completions.create(
-                model=self.model_name,
-                messages=[{"role": m.role, "content": m.content} for m in messages],
-                max_tokens=options.max_tokens,
-                temperature=options.temperature,
-                stream=True,
-                # Thinking would spend the token budget before the reply starts.
-                thinking={"type": "disabled"},
-                **extra,
-            )
-            yield from chat_chunks(chunks, options)
-        except ProviderError:
-            raise
-        except APIStatusError as exc:
-            raise status_error(
+        if isinstance(exc, APIStatusError):
+            return status_error(
                 VENDOR, exc.status_code, exc.response.headers, KEY_ENV, _detail(exc.response)
-            ) from None
-        except Exception as exc:
-            raise transport_error(VENDOR, exc) or ProviderError(
-                f"{VENDOR} failed ({type(exc).__name__})"
-            ) from None
+            )
+        return transport_error(VENDOR, exc) or ProviderError(
+            f"{VENDOR} failed ({type(exc).__name__})"
+        )
 
 
 def _detail(response: Any) -> str:

@@ -14,7 +14,6 @@ from django.conf import settings
 from .base import CallOptions, ChatMessage, LLMProvider, ProviderError, T
 from .remote import (
     ChatCompletionsProvider,
-    chat_chunks,
     first_setting,
     status_error,
     timeout_seconds,
@@ -85,32 +84,29 @@ class OpenAICompatProvider(ChatCompletionsProvider):
             http_client=self._http_client,
         )
 
-    def _generate(
+    def _create(
         self, messages: list[ChatMessage], options: CallOptions, extra: dict[str, Any]
-    ) -> Iterator[str]:
+    ) -> Any:
+        return self._client().chat.completions.create(
+            model=self.model_name,
+            messages=[{"role": m.role, "content": m.content} for m in messages],  # type: ignore[misc]
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+            stream=True,
+            stream_options={"include_usage": True},
+            **extra,
+        )
+
+    def _failure(self, exc: Exception) -> ProviderError:
         import openai
 
-        try:
-            chunks = self._client().chat.completions.create(
-                model=self.model_name,
-                messages=[{"role": m.role, "content": m.content} for m in messages],  # type: ignore[misc]
-                max_tokens=options.max_tokens,
-                temperature=options.temperature,
-                stream=True,
-                stream_options={"include_usage": True},
-                **extra,
-            )
-            yield from chat_chunks(chunks, options)
-        except ProviderError:
-            raise
-        except openai.APIStatusError as exc:
-            raise status_error(
+        if isinstance(exc, openai.APIStatusError):
+            return status_error(
                 VENDOR, exc.status_code, exc.response.headers, KEY_ENV, _detail(exc.body)
-            ) from None
-        except Exception as exc:
-            raise transport_error(VENDOR, exc) or ProviderError(
-                f"{VENDOR} failed ({type(exc).__name__})"
-            ) from None
+            )
+        return transport_error(VENDOR, exc) or ProviderError(
+            f"{VENDOR} failed ({type(exc).__name__})"
+        )
 
 
 def _detail(body: object) -> str:

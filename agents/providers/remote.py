@@ -7,7 +7,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -19,6 +19,9 @@ from .base import (
     LLMProvider,
     ProviderError,
     RetryableError,
+    ToolCall,
+    ToolReply,
+    ToolSpec,
 )
 
 # Every setting that may hold a key (each read from the env var of its name in
@@ -184,8 +187,49 @@ def transport_error(vendor: str, exc: BaseException) -> ProviderError | None:
 
 
 def chat_chunks(chunks: Iterable[Any], options: CallOptions) -> Iterator[str]:
-    """Text pieces of an OpenAI-shaped chat completion stream, counting usage as it arrives.
-    Usage comes in the last chunk (OpenAI with include_usage, GLM always)."""
+    """Text pieces of an OpenAI-shaped chat completion stream, counting usage as it arrives."""
+    deltas = _deltas(chunks, options)
+    try:
+        for delta in deltas:
+            piece = getattr(delta, "content", None)
+            if piece:
+                yield piece
+    finally:
+        deltas.close()
+
+
+def chat_tool_reply(chunks: Iterable[Any], options: CallOptions) -> Iterator[str]:
+    """The ToolReply JSON of an OpenAI-shaped chat completion stream, once it ends. Each tool
+    call arrives in pieces keyed by `index`: the id and name first, then its arguments in
+    fragments (OpenAI; GLM with tool_stream) or whole (GLM, most servers). Ollama reuses index
+    0 for every call of a batch, telling them apart by id only."""
+    text: list[str] = []
+    calls: list[tuple[str, str, list[str]]] = []  # (id, name, argument fragments)
+    slot_of: dict[int, int] = {}
+    for delta in _deltas(chunks, options):
+        if getattr(delta, "content", None):
+            text.append(delta.content)
+        for piece in getattr(delta, "tool_calls", None) or []:
+            index = piece.index if piece.index is not None else 0
+            slot = slot_of.get(index)
+            if slot is None or (piece.id and calls[slot][0] and piece.id != calls[slot][0]):
+                slot = slot_of[index] = len(calls)
+                calls.append((piece.id or "", "", []))
+            call_id, name, fragments = calls[slot]
+            function = getattr(piece, "function", None)
+            if function is not None and function.arguments:
+                fragments.append(function.arguments)
+            if function is not None and function.name:
+                name = function.name  # sent once (OpenAI) or with every piece (some servers)
+            calls[slot] = (call_id or piece.id or "", name, fragments)
+    reply = ToolReply("".join(text), tuple(ToolCall(n, "".join(f)) for _, n, f in calls))
+    yield reply.to_json()
+
+
+def _deltas(chunks: Iterable[Any], options: CallOptions) -> Generator[Any, None, None]:
+    """The choice deltas of an OpenAI-shaped chat completion stream, counting usage as it
+    arrives and stopping when asked. Usage comes in the last chunk (OpenAI with include_usage,
+    GLM always)."""
     should_stop = options.should_stop or (lambda: False)
     output_pieces = 0
     reported = False
@@ -198,10 +242,11 @@ def chat_chunks(chunks: Iterable[Any], options: CallOptions) -> Iterator[str]:
                 reported = True
             for choice in getattr(chunk, "choices", None) or []:
                 delta = getattr(choice, "delta", None)
-                piece = getattr(delta, "content", None) if delta is not None else None
-                if piece:
+                if delta is None:
+                    continue
+                if getattr(delta, "content", None) or getattr(delta, "tool_calls", None):
                     output_pieces += 1
-                    yield piece
+                yield delta
             if should_stop():
                 raise GenerationCancelled("Stopped by the user.")
     finally:
@@ -213,9 +258,23 @@ def chat_chunks(chunks: Iterable[Any], options: CallOptions) -> Iterator[str]:
             close()
 
 
+def openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    """`tools` as chat-completions function declarations (OpenAI, and GLM the same)."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
 class ChatCompletionsProvider(LLMProvider):
     """The shape GLM and OpenAI-compatible providers share: a chat-completions endpoint
-    reached with a key and a base URL. Subclasses say how to ask for JSON and call the SDK."""
+    reached with a key and a base URL. Subclasses say how to ask for JSON, how to start a
+    stream with their SDK (`_create`) and what its failures mean (`_failure`)."""
+
+    native_tools = True
 
     def __init__(
         self, profile: str, *, model: str, base_url: str, api_key: str, http_client: Any = None
@@ -232,7 +291,32 @@ class ChatCompletionsProvider(LLMProvider):
     def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
         return self._generate(messages, options, {})
 
-    def _generate(
-        self, messages: list[ChatMessage], options: CallOptions, extra: dict[str, Any]
+    def stream_tool_calls(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], options: CallOptions
     ) -> Iterator[str]:
+        extra = {"tools": openai_tools(tools), "tool_choice": "auto"}
+        return self._generate(messages, options, extra, read=chat_tool_reply)
+
+    def _generate(
+        self,
+        messages: list[ChatMessage],
+        options: CallOptions,
+        extra: dict[str, Any],
+        read: Callable[[Iterable[Any], CallOptions], Iterator[str]] = chat_chunks,
+    ) -> Iterator[str]:
+        try:
+            yield from read(self._create(messages, options, extra), options)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._failure(exc) from None
+
+    def _create(
+        self, messages: list[ChatMessage], options: CallOptions, extra: dict[str, Any]
+    ) -> Any:
+        """Start the streamed chat completion with the vendor's SDK; returns its chunks."""
+        raise NotImplementedError
+
+    def _failure(self, exc: Exception) -> ProviderError:
+        """The error to show for an SDK failure (a status, a timeout, a lost connection)."""
         raise NotImplementedError
