@@ -30,6 +30,7 @@ from agents.plan import (
 )
 from agents.prompts import AGENT_A, AGENT_B, agent_system, code_context, language_rule
 from agents.providers.base import ChatMessage
+from agents.review_checks import checks_block, review_points
 from agents.runtime import TurnStream
 from agents.schemas import PlanDraft, Proposal, merge_new_files, with_file_choices
 from agents.transcript import hit_citations, human_notes, retrieve_for
@@ -40,6 +41,7 @@ from conversations.store import message_payload
 from planagents.streaming import publish
 from rag import index as rag_index
 from rag import profile as rag_profile
+from rag.navigation import Navigator
 from rag.paths import FileSet
 from rag.pins import PinnedItem
 from rag.retrieval import Hit, closest_paths
@@ -121,6 +123,16 @@ class NodeContext:
                 if len(files) >= 2:
                     break
         return {**data, "files": files}
+
+    def review_points(self) -> list[str]:
+        """What code can tell about the current proposal (agents.review_checks)."""
+        navigator = Navigator(rag_index.index_dir(self.session.codebase_id))
+        return review_points(
+            self.state.proposal or {},
+            self.evidence,
+            self.paths,
+            lambda path: [t.path for t in navigator.related(path).tests],
+        )
 
     def system(self, role_prompt: str) -> ChatMessage:
         return agent_system(role_prompt, self.session.task_analysis, self.session.language)
@@ -221,19 +233,25 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
 
 def review_and_refine(ctx: NodeContext) -> NodeResult:
     proposal_md = render_proposal(ctx.state.proposal, ctx.paths)
+    points = ctx.review_points()
+    _show_checks(ctx, points)
     request = (
         "Review Agent A's proposal (between the <proposal> tags) against the code: what is "
-        "wrong or missing, which files or tests it forgets, what you would change. Cite "
-        f"{_cite(ctx)}. Write only your review, at most 180 words. "
+        "wrong or missing, which files or tests it forgets, what you would change. "
+        + ("Say for each of the app's checks whether it matters and why. " if points else "")
+        + f"Cite {_cite(ctx)}. Write only your review, at most 180 words. "
         f"{language_rule(ctx.session.language)}\n\nYour review:"
     )
     prompt = "\n\n".join(
-        [
+        p
+        for p in [
             *ctx.grounding(),
             f"Task: {ctx.session.task}{ctx.notes()}",
             f"<proposal>\n{proposal_md}\n</proposal>",
+            checks_block(points),
             request,
         ]
+        if p
     )
     message = text_turn(
         ctx.session,
@@ -248,6 +266,25 @@ def review_and_refine(ctx: NodeContext) -> NodeResult:
     )
     _store_citations(ctx, message)
     return NodeResult({"review": message.content})
+
+
+def _show_checks(ctx: NodeContext, points: list[str]) -> None:
+    """The page shows what the app told Agent B about the proposal, before B's review."""
+    if not points:
+        return
+    stream = TurnStream(
+        ctx.session.pk,
+        turn_key=f"checks:{ctx.state.iteration}",
+        role=Message.Role.SYSTEM,
+        node="review_and_refine",
+    )
+    if stream.existing() is None:
+        stream.open()
+        listed = "\n".join(f"- {p}" for p in points)
+        stream.finish(
+            content=f"**The app's checks of the proposal**, for Agent B to judge:\n{listed}",
+            data={"review_points": points},
+        )
 
 
 def verify_review(ctx: NodeContext) -> NodeResult:
@@ -407,6 +444,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
             f"Task: {ctx.session.task}{ctx.notes()}",
             f"Approved proposal:\n{proposal_md}",
             f"Reviewer's critique:\n{ctx.state.review}" if ctx.state.review else "",
+            checks_block(ctx.review_points()),
             request,
         ]
     )

@@ -61,6 +61,7 @@ async def test_a_stalled_session_resumes_without_duplicating_the_cut_off_turn(us
     assert [m.turn_key for m in messages if m.turn_key] == [
         "analyze:0",
         "propose:1",
+        "checks:1",  # the app's checks for Agent B (tests/test_api.py tests todo/api.py)
         "review:1",
         "validate:1",
     ]

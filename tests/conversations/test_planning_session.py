@@ -120,7 +120,7 @@ async def test_a_review_that_echoes_the_proposal_is_redone_before_validation(sta
     await client.until_state("awaiting_human", node="checkpoint")
 
     reviews = await database_sync_to_async(
-        lambda: list(session.messages.filter(node="review_and_refine"))
+        lambda: list(session.messages.filter(node="review_and_refine", role="agent"))
     )()
     assert [m.content for m in reviews] == [review]
     _analysis, echo, redo = FakeProvider.calls("fake", text=True)

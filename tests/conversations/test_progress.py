@@ -137,7 +137,9 @@ async def test_a_redone_reply_keeps_its_discarded_attempt_and_says_why(watched, 
     session, client = await watched()
     await client.until_state("awaiting_human", node="checkpoint")
 
-    message = await database_sync_to_async(lambda: session.messages.get(node="review_and_refine"))()
+    message = await database_sync_to_async(
+        lambda: session.messages.get(node="review_and_refine", role="agent")
+    )()
     assert message.content == review
     assert message.data["discarded"] == [
         {"reason": "it copied Agent A's proposal and the task", "text": echo}

@@ -98,7 +98,7 @@ async def test_a_review_citing_evidence_that_does_not_exist_is_flagged(start, us
     await client.connect()
     await client.until_state("awaiting_human", node="checkpoint")
     review = await database_sync_to_async(
-        lambda: Message.objects.get(session=session, node="review_and_refine")
+        lambda: Message.objects.get(session=session, node="review_and_refine", role="agent")
     )()
     assert review.data["citation_problems"] == 1
     assert "_Flagged citations: [E9] does not exist (evidence: E1–E4)._" in review.content

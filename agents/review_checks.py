@@ -1,0 +1,94 @@
+"""What code can tell about a proposal before Agent B reviews it, as points B starts from.
+
+A small model asked to "review the proposal" mostly restates it. Given concrete facts about the
+proposal, read off the code with no model, it has something to judge:
+
+- a symbol the task names whose definition the investigation found, in a file the proposal does
+  not change (the task is about that code; either it changes or the proposal says why not);
+- a file listed in Files that no step mentions (what changes there?);
+- no test file changed while the import graph knows the tests of a changed file.
+
+At most two of each kind and one about tests, so the block stays a few lines of the prompt.
+
+Each point is a fact with its source (`[E#]`, `path:line`); whether it matters is B's call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agents.investigation.evidence import Evidence
+from rag.paths import FileSet
+from rag.roles import role_for
+
+
+def review_points(
+    proposal: dict[str, Any],
+    evidence: Sequence[Evidence],
+    paths: FileSet,
+    tests_of: Callable[[str], list[str]],
+) -> list[str]:
+    """The facts about `proposal` worth a reviewer's look, most telling first. `tests_of(path)`
+    lists the test files of a source file (rag.navigation's `related`)."""
+    files = [str(f.get("path", "")) for f in proposal.get("files") or [] if f.get("path")]
+    real = [found for p in files if (found := paths.resolve(p).path)]
+    points = _untouched_definitions(evidence, set(real), paths)
+    points += _files_without_a_step(proposal, files)
+    points += _tests_left_out(real, tests_of)
+    return points
+
+
+def _untouched_definitions(
+    evidence: Sequence[Evidence], changed: set[str], paths: FileSet
+) -> list[str]:
+    points: list[str] = []
+    seen: set[str] = set()
+    for item in evidence:
+        if item.tool != "find_symbol" or not item.found or not item.path:
+            continue
+        if item.path in changed or item.path in seen or item.path not in paths:
+            continue
+        if role_for(item.path) != "source":
+            continue  # a test or an example defining the name is not where the change goes
+        seen.add(item.path)
+        points.append(
+            f"[{item.label}] finds `{item.argument}` defined at `{item.location}`; the proposal "
+            "changes nothing in that file."
+        )
+        if len(points) == 2:
+            break
+    return points
+
+
+def _files_without_a_step(proposal: dict[str, Any], files: list[str]) -> list[str]:
+    steps = proposal.get("steps") or []
+    named = " ".join(
+        " ".join([str(s.get("detail", "")), str(s.get("title", "")), *map(str, s.get("files", []))])
+        for s in steps
+        if isinstance(s, dict)
+    )
+    return [
+        f"`{path}` is in Files, but no step says what changes in it."
+        for path in files
+        if path not in named
+    ][:2]
+
+
+def _tests_left_out(changed: list[str], tests_of: Callable[[str], list[str]]) -> list[str]:
+    if any(role_for(p) == "test" for p in changed):
+        return []
+    for path in changed:
+        tests = tests_of(path)[:2] if role_for(path) == "source" else []
+        if tests:
+            listed = ", ".join(f"`{t}`" for t in tests)
+            return [f"No test file changes, though `{path}`, which changes, has tests: {listed}."]
+    return []
+
+
+def checks_block(points: list[str]) -> str:
+    """The points as a prompt section (empty when there are none)."""
+    if not points:
+        return ""
+    listed = "\n".join(f"- {p}" for p in points)
+    return f"<checks>\nFacts the app found about the proposal by reading the code:\n{listed}\n</checks>"

@@ -1,0 +1,72 @@
+"""The app's own checks of a proposal, given to Agent B as points to judge: each is a fact read
+off the code (evidence, Files vs steps, the import graph's tests), never a guess."""
+
+from agents.investigation.evidence import Evidence
+from agents.review_checks import checks_block, review_points
+from rag.paths import FileSet
+
+PATHS = FileSet(["todo/auth.py", "todo/api.py", "todo/storage.py", "tests/test_api.py"])
+TESTS = {"todo/api.py": ["tests/test_api.py"], "todo/auth.py": ["tests/test_api.py"]}
+
+
+def found(number, name, path, start=3, end=20):
+    return Evidence(number, "find_symbol", name, "", True, "1 definition", path, start, end)
+
+
+def proposal(*files, detail=None):
+    return {
+        "summary": "s",
+        "steps": [{"title": "t", "detail": detail or f"Edit `{files[0]}:4`.", "files": []}],
+        "files": [{"path": p, "action": "modify", "reason": "r"} for p in files],
+    }
+
+
+def points(data, evidence=()):
+    return review_points(data, list(evidence), PATHS, lambda p: TESTS.get(p, []))
+
+
+def test_a_named_symbol_defined_in_a_file_the_proposal_leaves_alone_is_pointed_out():
+    said = points(proposal("todo/api.py"), [found(1, "TokenStore", "todo/auth.py")])
+    assert said[0] == (
+        "[E1] finds `TokenStore` defined at `todo/auth.py:3-20`; the proposal changes nothing "
+        "in that file."
+    )
+    # Changed already (written with another case or a leading folder), or a test's definition:
+    # nothing to say.
+    assert not any(
+        "[E" in p for p in points(proposal("TODO/auth.py"), [found(1, "T", "todo/auth.py")])
+    )
+    tested = points(proposal("todo/api.py"), [found(2, "helper", "tests/test_api.py")])
+    assert not any("[E2]" in p for p in tested)
+    missed = Evidence(3, "find_symbol", "Nope", "", False, "No symbol", "", 0, 0)
+    assert not any("[E3]" in p for p in points(proposal("todo/api.py"), [missed]))
+
+
+def test_a_file_in_files_that_no_step_mentions_is_pointed_out():
+    data = proposal("todo/api.py", "todo/storage.py")
+    assert "`todo/storage.py` is in Files, but no step says what changes in it." in points(data)
+    data = proposal("todo/api.py", "todo/storage.py", detail="`todo/api.py:1`, `todo/storage.py:2`")
+    assert not any("no step says" in p for p in points(data))
+
+
+def test_tests_of_a_changed_file_are_named_when_no_test_changes():
+    said = points(proposal("todo/api.py"))
+    assert said == [
+        "No test file changes, though `todo/api.py`, which changes, has tests: `tests/test_api.py`."
+    ]
+    assert (
+        points(
+            proposal("todo/api.py", "tests/test_api.py", detail="`todo/api.py` `tests/test_api.py`")
+        )
+        == []
+    )
+
+
+def test_points_come_most_telling_first_as_one_tagged_block():
+    evidence = [found(1, "TokenStore", "todo/auth.py")]
+    said = points(proposal("todo/api.py", "todo/storage.py", detail="`todo/api.py:1`"), evidence)
+    assert [p[:12] for p in said] == ["[E1] finds `", "`todo/storag", "No test file"]
+    block = checks_block(said)
+    assert block.startswith("<checks>\n") and block.endswith("\n</checks>")
+    assert all(f"- {p}" in block for p in said)
+    assert checks_block([]) == ""
