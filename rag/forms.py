@@ -1,8 +1,6 @@
 from django import forms
-from django.conf import settings
-from django.core.files.uploadedfile import UploadedFile
 
-from rag.completeness import judge_apart
+from rag.services import UploadError, check_uploads
 
 REFUSE = "refuse"
 WARN = "warn"
@@ -51,26 +49,20 @@ class UploadForm(forms.Form):
     )
 
     def clean(self) -> dict[str, object]:
+        """Check the upload here, once (services.check_uploads: in a child process), so that
+        an incomplete pack is refused on the form; `cleaned_data["pack"]` is then the checked
+        upload, which the upload service takes as it is instead of checking it again."""
         cleaned = super().clean() or {}
         uploads = cleaned.get("pack")
-        if uploads and cleaned.get("if_incomplete") != WARN:
-            reason = incomplete_pack(uploads)
-            if reason:
-                raise forms.ValidationError(reason, code="incomplete")
+        if uploads:
+            try:
+                checked = check_uploads(uploads)
+            except UploadError as exc:
+                raise forms.ValidationError(exc.message, code="unreadable") from None
+            if checked.incomplete and cleaned.get("if_incomplete") != WARN:
+                raise forms.ValidationError(checked.incomplete, code="incomplete")
+            cleaned["pack"] = checked
         return cleaned
-
-
-def incomplete_pack(uploads: list[UploadedFile]) -> str:
-    """Why the uploaded pack is incomplete (rag.completeness.incompleteness); "" when it is
-    complete, or is a zip, or is not a pack the upload's own checks accept.
-
-    This parses the pack in the request, which the upload otherwise leaves to the indexing job:
-    it is the only way to refuse before anything is kept (docs/decisions.md). The parse runs in
-    a child process (rag.completeness.judge_apart), never in the server's, where it would stall
-    every other request for as long as it takes."""
-    if sum(upload.size or 0 for upload in uploads) > settings.PLANAGENTS_MAX_UPLOAD_BYTES:
-        return ""  # too big: the upload's own check refuses it, without parsing
-    return judge_apart([b"".join(upload.chunks()) for upload in uploads])
 
 
 class NewVersionForm(forms.Form):

@@ -24,10 +24,9 @@ from django.http import Http404
 from django.utils import timezone
 
 from planagents.jobs import dispatch
-from rag import api, indexing, roles
+from rag import api, completeness, indexing, roles
 from rag.indexing import index_codebase
 from rag.models import Codebase
-from rag.parsers import PackError, check_upload
 
 log = logging.getLogger(__name__)
 
@@ -133,16 +132,23 @@ class IndexingBusy(UploadError):
 
 
 def create_codebase_from_upload(
-    owner: AuthUser, name: str, uploads: list[UploadedFile], *, allow_duplicate: bool = False
+    owner: AuthUser,
+    name: str,
+    uploads: list[UploadedFile] | CheckedUpload,
+    *,
+    allow_duplicate: bool = False,
 ) -> Codebase:
     """Check the upload, keep its bytes, create the codebase and queue it for indexing.
 
-    Only cheap checks run here (size, format, the zip's directory); parsing is the indexing
-    job's, off the request thread. The same bytes uploaded again by the same owner raise
-    DuplicateUpload naming the existing codebase, unless `allow_duplicate`.
-    `IndexHandle(codebase.pk)` waits for the indexing it starts.
+    `uploads` is the uploaded files, or what `check_uploads` made of them already (the upload
+    form checks in its own clean, to refuse an incomplete pack there). The checks read the
+    whole upload in a child process (rag.completeness); the rest of parsing is the indexing
+    job's. The same bytes uploaded again by the same owner raise DuplicateUpload naming the
+    existing codebase, unless `allow_duplicate`. `IndexHandle(codebase.pk)` waits for the
+    indexing it starts.
     """
-    parts, style = _check_uploads(uploads)
+    checked = uploads if isinstance(uploads, CheckedUpload) else check_uploads(uploads)
+    parts, style = checked.parts, checked.style
     digest = upload_digest(parts)
     if not allow_duplicate:
         existing = (
@@ -199,8 +205,25 @@ def _distinct_name(owner: AuthUser, name: str) -> str:
     return f"{name} ({n})"
 
 
-def _check_uploads(uploads: list[UploadedFile]) -> tuple[list[tuple[str, bytes]], str]:
-    """The uploads' (name, bytes) and detected style; UploadError for anything we cannot read."""
+@dataclass(frozen=True)
+class CheckedUpload:
+    """An upload that passed `check_uploads`: its parts and what the checks found."""
+
+    parts: list[tuple[str, bytes]]
+    """(file name, bytes) of each uploaded file, in upload order."""
+    style: str
+    """How it was packed: "zip" or a Repomix style such as "repomix-xml"."""
+    incomplete: str
+    """Why the pack is incomplete (rag.parsers.listing.incomplete); "" when it is not."""
+
+
+def check_uploads(uploads: list[UploadedFile]) -> CheckedUpload:
+    """The uploads' parts, style and completeness; UploadError for anything we cannot read.
+
+    Checks that read the whole upload (sniffing the style, a zip's directory, parsing the pack
+    to judge its completeness) run in one child process (rag.completeness.judge_apart), never
+    in the server's, where they would stall every other request for as long as they take. A
+    child that gives no verdict refuses the upload: nothing unchecked is kept."""
     if not uploads:
         raise UploadError("Choose a Repomix pack (.xml, .json, .md or .txt) or a .zip to upload.")
     limit = settings.PLANAGENTS_MAX_UPLOAD_BYTES
@@ -214,21 +237,28 @@ def _check_uploads(uploads: list[UploadedFile]) -> tuple[list[tuple[str, bytes]]
     for upload in uploads:
         label = upload.name or "upload"
         data = b"".join(upload.chunks())
-        if not data.strip():
+        if not data or data.isspace():  # isspace stops at the first other byte
             raise UploadError(f"{label} is empty: expected a Repomix pack, found 0 bytes of text.")
         parts.append((label, data))
     try:
-        style = check_upload(parts)
-    except PackError as exc:
-        raise UploadError(exc.message) from None
-    except Exception:
-        # A parser bug, not the uploader's: they get words, the log gets the traceback.
-        log.exception("checking an upload (%s) failed", ", ".join(label for label, _ in parts))
+        verdict = completeness.judge_apart(parts)
+    except completeness.CheckFailed as exc:
+        names = ", ".join(label for label, _ in parts)
+        log.error("checking an upload (%s) failed: %s", names, exc.detail)
+        if exc.bug:
+            # A parser bug, not the uploader's: they get words, the log gets the traceback.
+            raise UploadError(
+                "The upload could not be read: it tripped an error on our side, which was "
+                "logged. If it is a Repomix pack or a zip of a repository, pack it again and "
+                "retry."
+            ) from None
         raise UploadError(
-            "The upload could not be read: it tripped an error on our side, which was logged. "
-            "If it is a Repomix pack or a zip of a repository, pack it again and retry."
+            "The upload could not be checked (the check failed on our side and was logged), "
+            "so nothing was kept. Try again in a minute."
         ) from None
-    return parts, style
+    if verdict.error:
+        raise UploadError(verdict.error)
+    return CheckedUpload(parts=parts, style=verdict.style, incomplete=verdict.incomplete)
 
 
 def upload_new_version(codebase: Codebase, uploads: list[UploadedFile]) -> IndexHandle:
@@ -237,7 +267,7 @@ def upload_new_version(codebase: Codebase, uploads: list[UploadedFile]) -> Index
     The re-index reuses the vectors of every chunk whose text did not change, so a new
     version with a few edited files indexes in seconds.
     """
-    parts, _ = _check_uploads(uploads)
+    parts = check_uploads(uploads).parts
     if codebase.status == Codebase.Status.INDEXING and not indexing.is_stalled(codebase):
         raise IndexingBusy()
     digest = upload_digest(parts)

@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import Http404
@@ -97,16 +99,47 @@ def test_it_scopes_codebases_to_their_owner(alice, bob):
         get_codebase_for(bob, mine.pk)
 
 
+def child(monkeypatch, script):
+    """The upload's checks run `script` in their child process instead."""
+    monkeypatch.setattr("rag.completeness.COMMAND", [sys.executable, "-c", script])
+
+
 def test_a_parser_bug_reaches_the_uploader_as_words_and_the_log_as_a_traceback(
     alice, pack_bytes, dispatched, monkeypatch, caplog
 ):
-    def broken(parts):
-        raise TypeError("'NoneType' object is not subscriptable")
-
-    monkeypatch.setattr("rag.services.check_upload", broken)
+    child(
+        monkeypatch,
+        "import rag.completeness as c\n"
+        "def broken(parts):\n"
+        "    raise TypeError(\"'NoneType' object is not subscriptable\")\n"
+        "c.check_upload = broken\n"
+        "c._main()\n",
+    )
     with pytest.raises(UploadError) as caught:
         create_codebase_from_upload(alice, "x", [upload("sample.xml", pack_bytes())])
     assert caught.value.message.startswith("The upload could not be read")
     assert "NoneType" not in caught.value.message and "TypeError" not in caught.value.message
     assert "checking an upload (sample.xml) failed" in caplog.text and "NoneType" in caplog.text
     assert not Codebase.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+        "print('half a verdict')",
+        "import time; time.sleep(30)",
+    ],
+    ids=["killed", "garbled", "stuck"],
+)
+def test_an_upload_whose_check_gives_no_verdict_is_refused_not_let_through(
+    alice, pack_bytes, dispatched, monkeypatch, caplog, script
+):
+    child(monkeypatch, script)
+    monkeypatch.setattr("rag.completeness.TIMEOUT_SECONDS", 1)
+    with pytest.raises(UploadError) as caught:
+        create_codebase_from_upload(alice, "x", [upload("sample.xml", pack_bytes())])
+    assert caught.value.message.startswith("The upload could not be checked")
+    assert "Try again" in caught.value.message
+    assert "checking an upload (sample.xml) failed" in caplog.text
+    assert not Codebase.objects.exists() and dispatched == []

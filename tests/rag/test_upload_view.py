@@ -58,7 +58,7 @@ async def test_the_upload_is_checked_and_parsed_off_the_event_loop(
     """The upload view is sync (Django runs it on a worker thread) and parsing is the job's,
     on a thread of its own: a big upload never stalls the loop other users' pages run on."""
     from planagents import jobs
-    from rag import indexing, services
+    from rag import forms, indexing
 
     monkeypatch.setattr("rag.services.dispatch", jobs.dispatch)  # the real seam, not no_jobs
     threads: dict[str, int] = {}
@@ -70,7 +70,7 @@ async def test_the_upload_is_checked_and_parsed_off_the_event_loop(
 
         return call
 
-    monkeypatch.setattr(services, "check_upload", on_thread("check", services.check_upload))
+    monkeypatch.setattr(forms, "check_uploads", on_thread("check", forms.check_uploads))
     monkeypatch.setattr(indexing, "parse_upload", on_thread("parse", indexing.parse_upload))
     loop_thread = threading.get_ident()
     await async_client.aforce_login(alice)
