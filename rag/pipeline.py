@@ -7,18 +7,22 @@ run the very same functions on packs from disk, so what they measure is what the
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from rag import embeddings
+from rag import embeddings, symbols
 from rag.chunking import TextChunk, chunk_file, split_lines
 from rag.languages import language_for
 from rag.lexical import document_tokens, file_tokens
 from rag.parsers.repomix import ParsedFile
 from rag.roles import role_for
 from rag.search import CodeMap
+from rag.symbols import FileSymbols
+
+log = logging.getLogger(__name__)
 
 EMBED_BATCH = 64
 
@@ -35,6 +39,9 @@ class FileRecord:
     chunks: list[TextChunk]
     withheld_reason: str = ""
     """Why the file holds no content and no chunks (it looks like it holds a secret)."""
+    symbols: FileSymbols | None = None
+    """Its definitions, references and imports, read once for the chunks and the profile;
+    None when it has no grammar, is too large to parse, could not be read, or is withheld."""
 
 
 def prepare(parsed: Iterable[ParsedFile]) -> list[FileRecord]:
@@ -48,6 +55,8 @@ def prepare(parsed: Iterable[ParsedFile]) -> list[FileRecord]:
         data = item.content.encode("utf-8", "surrogatepass")
         language = language_for(item.path)
         withheld = item.withheld_reason
+        found = None if withheld else parse(item.path, item.content, language)
+        definitions = found.definitions if found else None
         records.append(
             FileRecord(
                 path=item.path,
@@ -57,11 +66,22 @@ def prepare(parsed: Iterable[ParsedFile]) -> list[FileRecord]:
                 sha256=hashlib.sha256(data).hexdigest(),
                 size=len(data),
                 line_count=len(split_lines(item.content)),
-                chunks=[] if withheld else chunk_file(item.content, language),
+                chunks=[] if withheld else chunk_file(item.content, language, definitions),
                 withheld_reason=withheld,
+                symbols=found,
             )
         )
     return records
+
+
+def parse(path: str, content: str, language: str) -> FileSymbols | None:
+    """The file's symbols (rag.symbols), or None; a file tree-sitter chokes on is logged and
+    cut in plain windows rather than cost the codebase its index."""
+    try:
+        return symbols.extract(path, content, language)
+    except Exception:
+        log.exception("could not read the symbols of %s", path)
+        return None
 
 
 def searchable(records: list[FileRecord]) -> list[FileRecord]:

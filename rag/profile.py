@@ -268,6 +268,9 @@ def _fit(lines: list[str], limit: int) -> str:
 
 
 def _extract(item: Source, language: str) -> symbols.FileSymbols | None:
+    if hasattr(item, "symbols"):  # a rag.pipeline.FileRecord: read already, for its chunks
+        found: symbols.FileSymbols | None = item.symbols
+        return found
     try:
         return symbols.extract(item.path, item.content, language)
     except Exception:  # one odd file must not cost the codebase its profile

@@ -39,13 +39,16 @@ CONFIGS = {
 def chunk_texts(limit: int) -> list[str]:
     from rag.chunking import chunk_file, embedding_text
     from rag.languages import language_for
+    from rag.pipeline import parse
 
     texts = []
     for path in sorted(ROOT.glob("*/**/*.py")):
         if any(part in {".venv", "var", "node_modules"} for part in path.parts):
             continue
         rel = path.relative_to(ROOT).as_posix()
-        for chunk in chunk_file(path.read_text(), language_for(rel)):
+        text, language = path.read_text(), language_for(rel)
+        found = parse(rel, text, language)
+        for chunk in chunk_file(text, language, found.definitions if found else None):
             texts.append(embedding_text(rel, chunk))
     random.Random(0).shuffle(texts)
     return texts[:limit]

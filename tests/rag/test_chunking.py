@@ -1,22 +1,30 @@
 from rag.chunking import MAX_CHARS, chunk_file, embedding_text, split_lines
 from rag.languages import language_for
 from rag.parsers.repomix import parse_repomix
+from rag.symbols import extract
 
 
 def sample_files(pack_bytes):
     return {f.path: f.content for f in parse_repomix(pack_bytes("sample.json"))}
 
 
+def chunk_parsed(path, content):
+    """Chunks as indexing makes them: cut at the definitions tree-sitter found."""
+    language = language_for(path)
+    found = extract(path, content, language)
+    return chunk_file(content, language, found.definitions if found else None)
+
+
 def test_it_gives_true_one_based_line_numbers(pack_bytes):
     for path, content in sample_files(pack_bytes).items():
         lines = split_lines(content)
-        for chunk in chunk_file(content, language_for(path)):
+        for chunk in chunk_parsed(path, content):
             assert chunk.text == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
 
 
 def test_it_starts_chunks_at_top_level_definitions(pack_bytes):
     content = sample_files(pack_bytes)["todo/api.py"]
-    chunks = chunk_file(content, "python")
+    chunks = chunk_parsed("todo/api.py", content)
     lines = split_lines(content)
     for chunk in chunks[1:]:
         assert lines[chunk.start_line - 1].startswith(("def ", "class ", "@", "if __name__"))
@@ -28,13 +36,13 @@ def test_it_starts_chunks_at_top_level_definitions(pack_bytes):
 
 
 def test_it_lists_the_symbols_a_chunk_defines(pack_bytes):
-    chunks = chunk_file(sample_files(pack_bytes)["todo/auth.py"], "python")
+    chunks = chunk_parsed("todo/auth.py", sample_files(pack_bytes)["todo/auth.py"])
     symbols = [s for c in chunks for s in c.symbols]
     assert {"AuthError", "hash_password", "check_password", "TokenStore", "issue"} <= set(symbols)
 
 
 def test_it_follows_javascript_functions_and_classes(pack_bytes):
-    chunks = chunk_file(sample_files(pack_bytes)["static/app.js"], "javascript")
+    chunks = chunk_parsed("static/app.js", sample_files(pack_bytes)["static/app.js"])
     by_symbol = {s: c for c in chunks for s in c.symbols}
     assert {"login", "listTodos", "TodoList", "render"} <= set(by_symbol)
     assert by_symbol["TodoList"].text.startswith("export class TodoList {")
@@ -53,7 +61,7 @@ def test_it_cuts_long_files_into_overlapping_windows():
 def test_it_splits_an_oversized_definition_and_remembers_its_name():
     body = "\n".join(f"    x_{n} = compute({n}, 'padding padding padding')" for n in range(80))
     content = f"import os\n\n\nclass Big:\n    def run(self):\n{body}\n"
-    chunks = chunk_file(content, "python")
+    chunks = chunk_parsed("big.py", content)
     assert len(chunks) > 2
     assert all(len(c.text) <= MAX_CHARS for c in chunks)
     assert chunks[-1].context == "Big"
@@ -80,5 +88,5 @@ def test_it_splits_markdown_at_headings_but_not_inside_fences():
 
 
 def test_it_embeds_the_path_and_symbol_before_the_text(pack_bytes):
-    chunk = chunk_file(sample_files(pack_bytes)["todo/storage.py"], "python")[-1]
+    chunk = chunk_parsed("todo/storage.py", sample_files(pack_bytes)["todo/storage.py"])[-1]
     assert embedding_text("todo/storage.py", chunk).startswith("todo/storage.py (")
