@@ -31,8 +31,9 @@ def review_points(
 ) -> list[str]:
     """The facts about `proposal` worth a reviewer's look, most telling first. `tests_of(path)`
     lists the test files of a source file (rag.navigation's `related`)."""
-    files = [str(f.get("path", "")) for f in proposal.get("files") or [] if f.get("path")]
-    real = [found for p in files if (found := paths.resolve(p).path)]
+    listed = (str(f.get("path", "")) for f in proposal.get("files") or [] if f.get("path"))
+    files = list(dict.fromkeys(listed))  # the 0.5B model lists a file twice
+    real = list(dict.fromkeys(found for p in files if (found := paths.resolve(p).path)))
     points = _untouched_definitions(evidence, set(real), paths)
     points += _files_without_a_step(proposal, files)
     points += _tests_left_out(real, tests_of)

@@ -145,15 +145,17 @@ def _plan(
     added: set[tuple[str, str]] = set()
     if round_no == 1:
         # What a small model can't be trusted to do: look up the symbols the task names, and
-        # search the task itself. Those lookups come first and last around the model's own.
+        # search the task itself. Those lookups come first and last around the model's own,
+        # and always run: the model's last steps give way to them.
         anchors = default_steps(session.task)
-        planned = [*anchors[1:3], *planned, anchors[0]]
         added = {(a.tool, a.argument) for a in anchors}
-    steps = tidy_steps(planned, max_steps, ran)
+        steps = _with_anchors(planned, anchors, max_steps, ran)
+    else:
+        steps = tidy_steps(planned, max_steps, ran)
     base = max((e.number for e in evidence), default=0)
     stream.open()
     stream.finish(
-        content=render_plan(plan, steps, round_no, added) + note,
+        content=render_plan(plan, steps, round_no, added, base) + note,
         usage=options.usage,
         data={
             "evidence_plan": plan.model_dump(),
@@ -162,6 +164,23 @@ def _plan(
         },
     )
     return plan, steps, base
+
+
+def _with_anchors(
+    own: list[EvidenceStep], anchors: list[EvidenceStep], limit: int, ran: set[tuple[str, str]]
+) -> list[Step]:
+    """The app's lookups around the model's steps, tidied, at most `limit`: while there are too
+    many, the model's last step is left out (seaborn and pylint's 0.5B plans filled all six
+    slots with lookups of a file the task mentions but the codebase lacks, and the search of
+    the task itself never ran). Later steps depend only on earlier ones, so none loses a
+    dependency."""
+    planned = [*anchors[1:3], *own, anchors[0]]
+    steps = tidy_steps(planned, len(planned), ran)
+    while len(steps) > limit and own:
+        own = own[:-1]
+        planned = [*anchors[1:3], *own, anchors[0]]
+        steps = tidy_steps(planned, len(planned), ran)
+    return steps[:limit]
 
 
 def _run(
@@ -242,18 +261,27 @@ def default_steps(task: str) -> list[EvidenceStep]:
 
 
 def render_plan(
-    plan: EvidencePlan, steps: list[Step], round_no: int, added: set[tuple[str, str]]
+    plan: EvidencePlan,
+    steps: list[Step],
+    round_no: int,
+    added: set[tuple[str, str]],
+    base: int = 0,
 ) -> str:
     """The evidence plan as it runs (the model's steps tidied, the app's own lookups marked),
     and how many of the model's steps were left out: the page shows what was done, not what
-    a small model wrote six times."""
-    head = "**Evidence plan**" if round_no == 1 else f"**Evidence plan, round {round_no}**"
+    a small model wrote six times. Each step is named by the [E#] its result will have."""
+    label = {s.id: f"E{base + i}" for i, s in enumerate(steps, 1)}
+
+    def argument(s: Step) -> str:
+        return label.get(s.argument, s.argument).replace("`", "'")
+
     rows = [
-        f"- {s.id}: `{s.tool}` `{s.argument.replace('`', chr(39))}` — {s.why}"
-        + (f" (after {', '.join(s.depends_on)})" if s.depends_on else "")
+        f"- {label[s.id]}: `{s.tool}` `{argument(s)}` — {s.why}"
+        + (f" (after {', '.join(label[d] for d in s.depends_on)})" if s.depends_on else "")
         + (" _(the app's own lookup)_" if (s.tool, s.argument) in added else "")
         for s in steps
     ]
+    head = "**Evidence plan**" if round_no == 1 else f"**Evidence plan, round {round_no}**"
     own = sum(1 for s in steps if (s.tool, s.argument) not in added)
     left_out = len(plan.steps) - own
     note = (

@@ -195,3 +195,33 @@ async def test_the_plan_shown_is_the_plan_that_ran(start, user):
     assert "5 of the model's 6 step(s) left out" in shown.content
     mine = [row for row in rows if "the app's own lookup" not in row]
     assert len(mine) == 1 and "`outline` `todo/auth.py`" in mine[0]
+
+
+async def test_the_apps_own_lookups_run_when_the_model_fills_every_slot(start, user):
+    """pylint-5859's 0.5B plan filled all six slots with lookups of `test.py` (a file the issue
+    mentions, not in the codebase), and the search of the task itself was cut."""
+    steps = [
+        {"id": f"E{n}", "tool": tool, "argument": "test.py", "why": "the file the task names",
+         "depends_on": [], "kind": "independent"}
+        for n, tool in enumerate(
+            ["find_symbol", "find_references", "read_file", "outline", "list_dir", "related"], 1
+        )
+    ]  # fmt: skip
+    full = {"steps": steps, "next_action": "synthesize"}
+    session, client = await run_to_checkpoint(start, user, full, proposal(), "Fine.")
+    await client.close()
+
+    items = await database_sync_to_async(evidence_messages)(session)
+    data = [m.data["evidence"] for m in items]
+    assert len(data) == 6  # the setting's cap, still
+    assert (data[0]["tool"], data[0]["argument"]) == ("find_symbol", "TokenStore")  # the app's
+    assert (data[-1]["tool"], data[-1]["argument"]) == ("search", TASK)  # the app's
+    mine = [(d["tool"], d["argument"].split(":")[0]) for d in data[1:-1]]
+    assert mine == [(s["tool"], "test.py") for s in steps[:4]]  # the model's first four
+    # The plan names each step by the card its result became.
+    shown = await database_sync_to_async(
+        lambda: Message.objects.get(session=session, turn_key="investigate:plan:1")
+    )()
+    rows = [line for line in shown.content.splitlines() if line.startswith("- ")]
+    assert [row.split(":")[0] for row in rows] == [f"- E{n}" for n in range(1, 7)]
+    assert "2 of the model's 6 step(s) left out" in shown.content
