@@ -150,7 +150,8 @@ def objections(review: str, limit: int = MAX_OBJECTIONS, *, restating: str = "")
     if not items:
         text = " ".join(ln.strip() for ln in lines if ln.strip())
         items = [s.strip() for s in _SENTENCE_END.split(text)]
-    items = [_clip(i) for i in items if len(i.split()) >= 3]
+    # The same line twice is one objection (a small model that loops repeats its list).
+    items = list(dict.fromkeys(_clip(i) for i in items if len(i.split()) >= 3))
     if restating:
         items = [i for i in items if not restates(i, restating)]
     return items[:limit]

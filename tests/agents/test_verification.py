@@ -97,6 +97,15 @@ def test_without_bullets_objections_are_the_sentences():
     ]
 
 
+def test_a_review_that_repeats_its_list_has_each_objection_once():
+    """pylint-5859's 0.5B review wrote its two points three times over."""
+    once = "1. `pylint/testutils/decorator.py` is in Files, but no step changes it.\n2. No test.\n"
+    review = "**Review:**\n" + "\n".join([once, "**Review:**", once, once])
+    assert objections(review) == [
+        "`pylint/testutils/decorator.py` is in Files, but no step changes it."
+    ]  # "No test." is under three words: not an objection
+
+
 def test_only_kept_and_updated_objections_reach_agent_a():
     checked = [
         Checked("Tokens never expire.", "keep", reason="[E1]"),
