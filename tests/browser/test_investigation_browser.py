@@ -3,8 +3,8 @@ tool's message shown, the code folded until the reader opens it, open still afte
 draws the card again, the same cards after a reload), and A's clarifying question is answered
 in its box, after which the session goes on.
 
-Evidence plans hold two steps at most here, so round 1 runs the plan's own steps and not the
-app's extra search of the task (its last anchor): the page shows what the script planned."""
+Evidence plans hold three steps at most here: round 1 runs the plan's own two steps and the
+app's search of the task (its last anchor, which always runs)."""
 
 from __future__ import annotations
 
@@ -55,15 +55,15 @@ def held(name: str, text: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def two_steps():
+def three_steps():
     with pytest.MonkeyPatch.context() as env:
-        env.setenv("PLANAGENTS_EVIDENCE_STEPS", "2")
+        env.setenv("PLANAGENTS_EVIDENCE_STEPS", "3")
         env.setenv("PLANAGENTS_EVIDENCE_ROUNDS", "2")
         yield
 
 
 @pytest.fixture(scope="module")
-def cards_server(tmp_path_factory, two_steps):
+def cards_server(tmp_path_factory, three_steps):
     plan = evidence_plan(
         [step(1, "find_symbol", FOUND), step(2, "find_symbol", MISSING)], "synthesize"
     )
@@ -75,7 +75,7 @@ def cards_server(tmp_path_factory, two_steps):
 
 
 @pytest.fixture(scope="module")
-def clarify_server(tmp_path_factory, two_steps):
+def clarify_server(tmp_path_factory, three_steps):
     asking = evidence_plan([step(1, "find_symbol", FOUND)], "clarify", QUESTION)
     answered = evidence_plan([step(1, "search", "token expiry")], "synthesize")
     script = {
@@ -135,12 +135,12 @@ def shown(markdown: str) -> str:
 
 def cards_are_shown(page: Any, saved: dict[str, tuple[int, dict[str, Any]]]) -> None:
     """E1 (found) and E2 (not found) as cards: head line and message shown, E1's code folded
-    and opening on a click, E2 with nothing to fold. (The steps ran together: the cards come
-    in the order the results did.)"""
+    and opening on a click, E2 with nothing to fold; E3 (the app's search) a card too. (The
+    steps ran together: the cards come in the order the results did.)"""
     from playwright.sync_api import expect
 
     (found_seq, found), (missing_seq, missing) = saved["E1"], saved["E2"]
-    expect(page.locator("#messages article.msg.evidence")).to_have_count(2)
+    expect(page.locator("#messages article.msg.evidence")).to_have_count(3)
     first, second = (
         page.locator(f"#m{found_seq}.evidence"),
         page.locator(f"#m{missing_seq}.evidence"),
@@ -185,7 +185,8 @@ def test_evidence_arrives_as_cards_whose_code_folds(cards_server, browser):
     server.release("investigate")
     expect(page.locator("#checkpoint button[data-action=approve]")).to_be_visible()
     saved = saved_evidence(server, session)
-    assert sorted(saved) == ["E1", "E2"]
+    assert sorted(saved) == ["E1", "E2", "E3"]
+    assert (saved["E3"][1]["tool"], saved["E3"][1]["argument"]) == ("search", TASK)  # the app's
     (found_seq, found), (_, missing) = saved["E1"], saved["E2"]
     assert found["found"] and found["path"] == "todo/auth.py" and found["start"] > 0
     assert not missing["found"] and "did you mean" in missing["message"].lower()
