@@ -10,7 +10,13 @@ from tests.scaleout.wsremote import RemoteClient, session_cookie
 
 pytestmark = [pytest.mark.scaleout, pytest.mark.django_db(transaction=True)]
 
-NODES = ["analyze_codebase", "propose_changes", "review_and_refine", "validate_proposal"]
+NODES = [
+    "analyze_codebase",
+    "propose_changes",
+    "review_and_refine",  # the app's checks of the proposal, for Agent B
+    "review_and_refine",  # Agent B's review
+    "validate_proposal",
+]
 
 
 def start_session(user, codebase):
