@@ -6,6 +6,8 @@ proposal, read off the code with no model, it has something to judge:
 - a symbol the task names whose definition the investigation found, in a file the proposal does
   not change (the task is about that code; either it changes or the proposal says why not);
 - a file listed in Files that no step mentions (what changes there?);
+- a file the proposal deletes that other files still import (the 0.5B model "deletes" the
+  module the task is about; every importer would break);
 - no test file changed while the import graph knows the tests of a changed file.
 
 At most two of each kind and one about tests, so the block stays a few lines of the prompt.
@@ -19,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agents.investigation.evidence import Evidence
+from rag.navigation import RelatedResult
 from rag.paths import FileSet
 from rag.roles import role_for
 
@@ -27,16 +30,22 @@ def review_points(
     proposal: dict[str, Any],
     evidence: Sequence[Evidence],
     paths: FileSet,
-    tests_of: Callable[[str], list[str]],
+    related: Callable[[str], RelatedResult],
 ) -> list[str]:
-    """The facts about `proposal` worth a reviewer's look, most telling first. `tests_of(path)`
-    lists the test files of a source file (rag.navigation's `related`)."""
-    listed = (str(f.get("path", "")) for f in proposal.get("files") or [] if f.get("path"))
-    files = list(dict.fromkeys(listed))  # the 0.5B model lists a file twice
+    """The facts about `proposal` worth a reviewer's look, most telling first. `related(path)`
+    is the import graph around a file (rag.navigation's `Navigator.related`)."""
+    entries = [f for f in proposal.get("files") or [] if isinstance(f, dict) and f.get("path")]
+    files = list(dict.fromkeys(str(f["path"]) for f in entries))  # the 0.5B lists a file twice
     real = list(dict.fromkeys(found for p in files if (found := paths.resolve(p).path)))
+    deleted = [
+        found
+        for f in entries
+        if f.get("action") == "delete" and (found := paths.resolve(str(f["path"])).path)
+    ]
     points = _untouched_definitions(evidence, set(real), paths)
+    points += _deleted_but_imported(list(dict.fromkeys(deleted)), related)
     points += _files_without_a_step(proposal, files)
-    points += _tests_left_out(real, tests_of)
+    points += _tests_left_out(real, lambda path: [t.path for t in related(path).tests])
     return points
 
 
@@ -60,6 +69,19 @@ def _untouched_definitions(
         if len(points) == 2:
             break
     return points
+
+
+def _deleted_but_imported(deleted: list[str], related: Callable[[str], RelatedResult]) -> list[str]:
+    points = []
+    for path in deleted:
+        importers = [p for p in related(path).importers if p not in deleted]
+        if importers:
+            shown = ", ".join(f"`{p}`" for p in importers[:3])
+            more = f" and {len(importers) - 3} more" if len(importers) > 3 else ""
+            points.append(
+                f"`{path}` is deleted, but {len(importers)} file(s) import it: {shown}{more}."
+            )
+    return points[:2]
 
 
 def _files_without_a_step(proposal: dict[str, Any], files: list[str]) -> list[str]:

@@ -60,34 +60,12 @@ def one(
     )
     sys.path.insert(0, str(ROOT / "bench"))
     import llm_session  # noqa: PLC0415 (sets up Django on PLANAGENTS_BENCH_DATA)
-    from django.contrib.auth import get_user_model  # noqa: PLC0415
-    from django.core.files.uploadedfile import SimpleUploadedFile  # noqa: PLC0415
-    from django.core.management import call_command  # noqa: PLC0415
 
     from conversations import services  # noqa: PLC0415
     from conversations.models import PlanningSession  # noqa: PLC0415
-    from rag.models import Codebase  # noqa: PLC0415
-    from rag.services import create_codebase_from_upload  # noqa: PLC0415
 
     row = llm_session._instance(instance_id)
-    pack = corpus / "packs" / f"{row['pypi_name']}-{row['pypi_version']}.xml"
-    call_command("migrate", verbosity=0)
-    user, _ = get_user_model().objects.get_or_create(username="bench")
-    codebase = Codebase.objects.filter(owner=user, name=pack.stem, status="ready").first()
-    index_started = time.monotonic()
-    if codebase is None:
-        Codebase.objects.filter(owner=user, name__startswith=pack.stem).delete()
-        upload = SimpleUploadedFile(pack.name, pack.read_bytes(), content_type="text/xml")
-        codebase = create_codebase_from_upload(user, pack.stem, [upload], allow_duplicate=True)
-        llm_session.wait(
-            lambda: Codebase.objects.get(pk=codebase.pk).status in ("ready", "failed"),
-            "indexing",
-            timeout=3600,
-        )
-        codebase.refresh_from_db()
-        if not codebase.is_ready:
-            raise SystemExit(f"indexing {pack.name} failed: {codebase.error}")
-    indexing = time.monotonic() - index_started
+    user, codebase, indexing = indexed(corpus, row)
 
     started = time.monotonic()
     session = services.start_session(
@@ -117,6 +95,46 @@ def one(
     if session.status == PlanningSession.Status.RUNNING:
         services.stop(user, session.pk)
     return result
+
+
+def indexed(corpus: Path, row: dict[str, Any]) -> tuple[Any, Any, float]:
+    """(bench user, the ready codebase of `row`'s pack, seconds spent indexing it now: 0 when
+    an earlier run indexed it)."""
+    import llm_session  # noqa: PLC0415
+    from django.contrib.auth import get_user_model  # noqa: PLC0415
+    from django.core.files.uploadedfile import SimpleUploadedFile  # noqa: PLC0415
+    from django.core.management import call_command  # noqa: PLC0415
+
+    from rag.api import vector_counts  # noqa: PLC0415
+    from rag.indexing import resume_vectors_if_stalled  # noqa: PLC0415
+    from rag.models import Codebase  # noqa: PLC0415
+    from rag.services import create_codebase_from_upload  # noqa: PLC0415
+
+    pack = corpus / "packs" / f"{row['pypi_name']}-{row['pypi_version']}.xml"
+    call_command("migrate", verbosity=0)
+    user, _ = get_user_model().objects.get_or_create(username="bench")
+    codebase = Codebase.objects.filter(owner=user, name=pack.stem, status="ready").first()
+    index_started = time.monotonic()
+    if codebase is None:
+        Codebase.objects.filter(owner=user, name__startswith=pack.stem).delete()
+        upload = SimpleUploadedFile(pack.name, pack.read_bytes(), content_type="text/xml")
+        codebase = create_codebase_from_upload(user, pack.stem, [upload], allow_duplicate=True)
+        llm_session.wait(
+            lambda: Codebase.objects.get(pk=codebase.pk).status in ("ready", "failed"),
+            "indexing",
+            timeout=3600,
+        )
+        codebase.refresh_from_db()
+        if not codebase.is_ready:
+            raise SystemExit(f"indexing {pack.name} failed: {codebase.error}")
+    # Sessions are measured on a whole index: the vectors fill in behind the lexical side.
+    while (counts := vector_counts(codebase.pk))[0] < counts[1]:
+        # An earlier run stopped before they were all in: resumed once its lease runs out.
+        codebase.refresh_from_db()
+        if not resume_vectors_if_stalled(codebase) and codebase.status == "failed":
+            raise SystemExit(f"indexing {pack.name} failed: {codebase.error}")
+        time.sleep(5)
+    return user, codebase, time.monotonic() - index_started
 
 
 def measure(session: Any, gold: list[str]) -> dict[str, Any]:
@@ -171,6 +189,7 @@ def measure(session: Any, gold: list[str]) -> dict[str, Any]:
         for s in model_steps
     )
     return {
+        "ranks": _or_error(considered_ranks, session, gold),
         "model_steps": len(model_steps),
         "model_steps_cited": model_cited,
         "plan": True,
@@ -184,6 +203,37 @@ def measure(session: Any, gold: list[str]) -> dict[str, Any]:
         "citations": citations,
         "out_of_range": out_of_range,
         "missing_file_citations": missing,
+    }
+
+
+RANKINGS = {
+    "retrieval": "first-stage retrieval (rag.retrieval.retrieve_files, the task as query)",
+    "considered_plain": "the files the plan may name, evidence first, then retrieval",
+    "considered": "the same re-ranked with the import graph (rag.rerank), as shipped",
+}
+
+
+def considered_ranks(session: Any, gold: list[str]) -> dict[str, list[int | None]]:
+    """Where each gold file stands (from 1; None: absent) in the lists of files the session's
+    plan could consider: retrieval alone, then after investigation (issue 11, item 12)."""
+    from agents.investigation.evidence import candidate_paths  # noqa: PLC0415
+    from agents.planning.nodes import NodeContext  # noqa: PLC0415
+    from conversations.models import PlanningState  # noqa: PLC0415
+    from rag.retrieval import retrieve_files  # noqa: PLC0415
+
+    state = PlanningState.objects.filter(session=session).first()
+    if state is None:
+        return {}
+    context = NodeContext.load(session, state)
+    plain = candidate_paths(context.evidence, [h.path for h in context.hits])
+    lists = {
+        "retrieval": [f.path for f in retrieve_files(session.codebase, session.task, k=40)],
+        "considered_plain": [p for p in plain if p in context.paths],
+        "considered": list(context.candidates()),
+    }
+    return {
+        name: [found.index(g) + 1 if g in found else None for g in gold]
+        for name, found in lists.items()
     }
 
 
@@ -202,6 +252,15 @@ def remeasure(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {**row, **measure(session, llm_session._instance(row["instance"])["gold_files"])}
         )
     return out
+
+
+def _or_error(measure: Any, *args: Any) -> Any:
+    """`measure(*args)`, or the error it raised (the session's row is kept either way, and
+    `--report` measures it again)."""
+    try:
+        return measure(*args)
+    except Exception as exc:  # noqa: BLE001 (a bench column, not the product)
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def _strings(value: Any) -> list[str]:
@@ -272,6 +331,7 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
             f"{statistics.median(r['tokens'] for r in mine):.0f} | "
             f"{statistics.median(r['seconds'] for r in mine):.0f} |"
         )
+    out += ranking_table(rows)
     out += [
         "",
         "Targets (issue 11): gold file named in ≥ 70 % of plans; 0 invented paths in final "
@@ -282,6 +342,30 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def ranking_table(rows: list[dict[str, Any]]) -> list[str]:
+    """acc@k (every gold file in the top k, as swe-dev's scorer counts) of the lists of files
+    the plan could consider, on the "after" sessions (those that investigated)."""
+    mine = [r for r in rows if r["condition"] == "after" and "retrieval" in r.get("ranks", {})]
+    if not mine:
+        return []
+    out = [
+        "",
+        f'## Files the plan considers (item 12), {len(mine)} "after" sessions',
+        "",
+        "| list | acc@1 | acc@3 | acc@5 | gold absent |",
+        "|---|---|---|---|---|",
+    ]
+    for name, label in RANKINGS.items():
+        ranks = [r["ranks"].get(name) or [None] for r in mine]
+        cells = []
+        for k in (1, 3, 5):
+            hit = sum(all(x is not None and x <= k for x in rank) for rank in ranks)
+            cells.append(f"{hit}/{len(mine)} ({_pct(hit, len(mine))})")
+        absent = sum(any(x is None for x in rank) for rank in ranks)
+        out.append(f"| {label} | {' | '.join(cells)} | {absent} |")
+    return out
 
 
 def _pct(part: int, whole: int) -> str:
@@ -302,6 +386,7 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="re-measure the logged sessions")
     parser.add_argument("--extra", type=Path, default=None, help="markdown appended to --out")
     parser.add_argument("--profile", default="local", help="model profile of both agents")
+    parser.add_argument("--index-only", action="store_true", help="index the packs, run nothing")
     parser.add_argument("--one", default="", help=argparse.SUPPRESS)
     parser.add_argument("--condition", choices=CONDITIONS, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -313,6 +398,17 @@ def main() -> None:
             "RESULT "
             + json.dumps(one(args.one, args.condition, args.corpus, args.limit, args.profile))
         )
+        return
+
+    if args.index_only:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import llm_session  # noqa: F401, PLC0415 (sets up Django on PLANAGENTS_BENCH_DATA)
+
+        for row in {(i["pypi_name"], i["pypi_version"]): i for i in subset(args.per_repo)}.values():
+            seconds = indexed(args.corpus, row)[2]
+            print(
+                f"{row['pypi_name']}-{row['pypi_version']}: indexed in {seconds:.0f} s", flush=True
+            )
         return
 
     log = args.log or args.data / "sessions.jsonl"

@@ -93,13 +93,17 @@ def other_user(django_user_model):
     return django_user_model.objects.create_user("mallory", password="correct horse battery")
 
 
-def make_codebase(owner, fixture: str = "repomix/sample.xml", name: str = "sample"):
-    """Upload and index a real Repomix pack synchronously; returns the ready codebase."""
+def make_codebase(
+    owner, fixture: str = "repomix/sample.xml", name: str = "sample", data: bytes | None = None
+):
+    """Upload and index a real Repomix pack synchronously (the fixture's, or `data` under the
+    fixture's name); returns the ready codebase."""
     from rag.indexing import index_codebase
     from rag.models import Codebase
     from rag.services import create_codebase_from_upload
 
-    upload = SimpleUploadedFile(Path(fixture).name, (FIXTURES / fixture).read_bytes())
+    content = (FIXTURES / fixture).read_bytes() if data is None else data
+    upload = SimpleUploadedFile(Path(fixture).name, content)
     codebase = create_codebase_from_upload(owner, name, [upload])
     index_codebase(codebase.pk)
     # In transactional tests the dispatched job may have claimed it first: wait for it.

@@ -44,7 +44,7 @@ from rag import profile as rag_profile
 from rag.navigation import Navigator
 from rag.paths import FileSet
 from rag.pins import PinnedItem
-from rag.retrieval import Hit, closest_paths
+from rag.retrieval import Hit, closest_paths, rerank_paths
 
 PROPOSAL_TOKENS = 1200
 PLAN_TOKENS = 1600
@@ -87,9 +87,12 @@ class NodeContext:
         return [p for p in parts if p]
 
     def candidates(self) -> tuple[str, ...]:
-        """The real files a proposal or plan may name (evidence first, then retrieval)."""
+        """The real files a proposal or plan may name: evidence first, then retrieval, where
+        a method the task calls is followed down the imports from the first file (rag.rerank:
+        the file doing the work moves up; the enum's order is the order the model reads)."""
         found = candidate_paths(self.evidence, [h.path for h in self.hits])
-        return tuple(p for p in found if p in self.paths)
+        ordered = rerank_paths(self.session.codebase, self.session.task, found)
+        return tuple(p for p in ordered if p in self.paths)
 
     def file_schema(self, schema: type[Proposal] | type[PlanDraft]) -> type[Any]:
         """`schema` with its files held to the candidates, once investigation found some."""
@@ -131,7 +134,7 @@ class NodeContext:
             self.state.proposal or {},
             self.evidence,
             self.paths,
-            lambda path: [t.path for t in navigator.related(path).tests],
+            navigator.related,
         )
 
     def system(self, role_prompt: str) -> ChatMessage:

@@ -3,26 +3,41 @@ off the code (evidence, Files vs steps, the import graph's tests), never a guess
 
 from agents.investigation.evidence import Evidence
 from agents.review_checks import checks_block, review_points
+from rag.navigation import RelatedResult
+from rag.navigation import TestLink as Link
 from rag.paths import FileSet
 
 PATHS = FileSet(["todo/auth.py", "todo/api.py", "todo/storage.py", "tests/test_api.py"])
 TESTS = {"todo/api.py": ["tests/test_api.py"], "todo/auth.py": ["tests/test_api.py"]}
+IMPORTERS = {
+    "todo/storage.py": ["todo/api.py", "todo/auth.py", "tests/test_api.py", "todo/cli.py"],
+    "todo/auth.py": ["todo/api.py"],
+}
+
+
+def related(path):
+    return RelatedResult(
+        path,
+        path,
+        importers=IMPORTERS.get(path, []),
+        tests=[Link(t, "imports it") for t in TESTS.get(path, [])],
+    )
 
 
 def found(number, name, path, start=3, end=20):
     return Evidence(number, "find_symbol", name, "", True, "1 definition", path, start, end)
 
 
-def proposal(*files, detail=None):
+def proposal(*files, detail=None, action="modify"):
     return {
         "summary": "s",
         "steps": [{"title": "t", "detail": detail or f"Edit `{files[0]}:4`.", "files": []}],
-        "files": [{"path": p, "action": "modify", "reason": "r"} for p in files],
+        "files": [{"path": p, "action": action, "reason": "r"} for p in files],
     }
 
 
 def points(data, evidence=()):
-    return review_points(data, list(evidence), PATHS, lambda p: TESTS.get(p, []))
+    return review_points(data, list(evidence), PATHS, related)
 
 
 def test_a_named_symbol_defined_in_a_file_the_proposal_leaves_alone_is_pointed_out():
@@ -71,3 +86,18 @@ def test_points_come_most_telling_first_as_one_tagged_block():
     assert block.startswith("<checks>\n") and block.endswith("\n</checks>")
     assert all(f"- {p}" in block for p in said)
     assert checks_block([]) == ""
+
+
+def test_deleting_a_file_other_files_import_is_pointed_out_with_its_importers():
+    said = points(proposal("todo/storage.py", action="delete", detail="Remove `todo/storage.py`."))
+    assert said[0] == (
+        "`todo/storage.py` is deleted, but 4 file(s) import it: `todo/api.py`, `todo/auth.py`, "
+        "`tests/test_api.py` and 1 more."
+    )
+    # Deleted together with its only importer: nothing breaks, nothing to say; a modified
+    # file with importers is not a deletion.
+    both = proposal(
+        "todo/auth.py", "todo/api.py", action="delete", detail="`todo/auth.py` `todo/api.py`"
+    )
+    assert not any("is deleted" in p for p in points(both))
+    assert not any("is deleted" in p for p in points(proposal("todo/storage.py")))

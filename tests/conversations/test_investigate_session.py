@@ -225,3 +225,40 @@ async def test_the_apps_own_lookups_run_when_the_model_fills_every_slot(start, u
     rows = [line for line in shown.content.splitlines() if line.startswith("- ")]
     assert [row.split(":")[0] for row in rows] == [f"- E{n}" for n in range(1, 7)]
     assert "2 of the model's 6 step(s) left out" in shown.content
+
+
+async def test_the_file_a_called_method_is_handed_down_to_comes_first_in_the_choices(user):
+    """The proposal's file choices are re-ranked with the import graph (rag.rerank): the task
+    calls `Frame.copy`, whose body hands the work to `Inner.copy` in the module it imports, so
+    that module comes first, ahead of the file the search and the lookup found first."""
+    import json
+
+    from conversations import services
+    from tests.conftest import make_codebase
+    from tests.rag.test_rerank import API, CORE, OTHER
+    from tests.rag.test_rerank import TASK as COPY_TASK
+
+    files = {"shop/api.py": API, "shop/core.py": CORE, "shop/other.py": OTHER}
+    pack = json.dumps({"files": files}).encode()
+    codebase = await database_sync_to_async(make_codebase)(user, "shop.json", "shop", pack)
+    plan = {"steps": [{"id": "E1", "tool": "find_symbol", "argument": "Frame", "why": "the API",
+                       "depends_on": [], "kind": "independent"}], "next_action": "synthesize"}  # fmt: skip
+    route = {"route": "change", "confidence": 0.9}  # the task opens with code: phase 1 asks
+    FakeProvider.script("fake", route, "Frame.copy is in `shop/api.py:10`.", plan,
+                        proposal("shop/core.py"), "Fine.")  # fmt: skip
+    session = await database_sync_to_async(services.start_session)(
+        user, codebase=codebase, task=COPY_TASK, mode="planning",
+        agent_a_profile="fake", agent_b_profile="fake",
+    )  # fmt: skip
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human", node="checkpoint")
+    items = await database_sync_to_async(evidence_messages)(session)
+    found = [m.data["evidence"]["path"] for m in items if m.data["evidence"]["found"]]
+    assert found[0] == "shop/api.py"  # what the investigation found first
+    propose_call = FakeProvider.calls("fake", text=False)[2]
+    assert propose_call.schema.__name__ == "Proposal"
+    schema = propose_call.schema.model_json_schema()
+    choices = schema["$defs"]["ExistingFileChange"]["properties"]["path"]["enum"]
+    assert choices[:2] == ["shop/core.py", "shop/api.py"]
+    await client.close()
