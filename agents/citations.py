@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agents.echoes import placeholders
 from rag.models import Codebase, CodeFile
+from rag.navigation import OutlineResult
 from rag.parsers.listing import LINE_WARNINGS
 from rag.paths import CITATION, FileSet, find_citations, parse_citation
 
@@ -96,6 +97,63 @@ def sources_of(evidence: Iterable[Any], hits: Iterable[Any]) -> list[Source]:
         Source(h.path, h.start_line, h.end_line, text=h.text) for h in hits if h.start_line > 0
     ]
     return found + retrieved
+
+
+def shown_definitions(
+    sources: list[Source], outline: Callable[[str], OutlineResult], limit: int = 40
+) -> dict[str, tuple[str, int]]:
+    """The definitions (functions, classes, methods) that start inside the lines the agents
+    were shown, by name (`Class.method` for a method), each with its file and first line: what
+    a step may name as the code it changes. In the sources' order, at most `limit`; a name
+    defined in two places keeps the first."""
+    found: dict[str, tuple[str, int]] = {}
+    for path in dict.fromkeys(s.path for s in sources):
+        result = outline(path)
+        if not result.found:
+            continue
+        shown = [s for s in sources if s.path == path]
+        for entry in result.entries:
+            if entry.kind not in DEFINITION_KINDS or entry.depth > 1:
+                continue
+            if not any(s.holds(path, entry.start_line) for s in shown):
+                continue
+            name = f"{entry.container}.{entry.name}" if entry.container else entry.name
+            found.setdefault(name, (path, entry.start_line))
+            if len(found) >= limit:
+                return found
+    return found
+
+
+DEFINITION_KINDS = frozenset({"function", "method", "class", "constructor", "interface", "struct"})
+
+
+def cite_symbols(
+    data: dict[str, Any], definitions: Mapping[str, tuple[str, int]]
+) -> dict[str, Any]:
+    """`data` whose steps no longer carry the `symbol` a file-choices schema asked for: a named
+    definition becomes the step's citation (`Name` at `path:line`) and its file one of the
+    step's files, unless the step cites that file already; "none" or an unknown name is
+    dropped."""
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return data
+    out = []
+    for step in steps:
+        if not isinstance(step, dict) or "symbol" not in step:
+            out.append(step)
+            continue
+        name = step.get("symbol")
+        step = {k: v for k, v in step.items() if k != "symbol"}
+        where = definitions.get(name) if isinstance(name, str) else None
+        if where is not None:
+            path, line = where
+            detail = str(step.get("detail") or "").rstrip()
+            files = [f for f in step.get("files") or [] if isinstance(f, str)]
+            if f"{path}:" not in detail:
+                detail = f"{detail} (`{name}` at `{path}:{line}`)".strip()
+            step = {**step, "detail": detail, "files": files if path in files else [*files, path]}
+        out.append(step)
+    return {**data, "steps": out}
 
 
 def ground_steps(data: dict[str, Any], sources: list[Source], paths: FileSet) -> dict[str, Any]:

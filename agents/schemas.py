@@ -97,14 +97,22 @@ class NewFile(BaseModel):
 ExistingAction = Literal["modify", "delete"]
 
 
+NO_SYMBOL = "none"
+"""A step's `symbol` when it changes no definition the agents were shown (new code)."""
+
+
 @lru_cache(maxsize=32)
 def with_file_choices(
-    schema: type[Proposal] | type[PlanDraft], candidates: tuple[str, ...]
+    schema: type[Proposal] | type[PlanDraft],
+    candidates: tuple[str, ...],
+    symbols: tuple[str, ...] = (),
 ) -> type[BaseModel]:
     """`schema` whose existing files must be one of `candidates` (real paths, from the
     evidence and retrieval): a JSON-schema enum, so the local model's grammar cannot write
-    another path. New files go in `new_files`. `merge_new_files` turns a reply back into the
-    plain schema's shape."""
+    another path. New files go in `new_files`. With `symbols` (definitions in the code the
+    agents were shown), each step also names the one it changes, from that enum or "none";
+    `agents.citations.cite_symbols` turns the name into its `path:line`. `merge_new_files`
+    turns a reply back into the plain schema's shape."""
     choice = Literal.__getitem__(candidates)  # type: ignore[attr-defined]
     existing = create_model(
         "ExistingFileChange",
@@ -113,9 +121,13 @@ def with_file_choices(
         action=(ExistingAction, Field(description="What happens to the file.")),
     )
     new_max = 4
-    return create_model(
+    steps: dict[str, Any] = {}
+    if symbols:
+        steps["steps"] = (list[_step_with_symbol(symbols)], _steps_field(schema))  # type: ignore[misc]
+    return create_model(  # type: ignore[call-overload, no-any-return]
         schema.__name__,
         __base__=schema,
+        **steps,
         files=(
             list[existing],  # type: ignore[valid-type]
             Field(description="Every existing file the change touches.", max_length=8),
@@ -129,6 +141,33 @@ def with_file_choices(
             ),
         ),
     )
+
+
+def _step_with_symbol(symbols: tuple[str, ...]) -> type[BaseModel]:
+    """A step that names, right after its title, the definition it changes: the model commits
+    to real code before it writes the detail."""
+    names = tuple(dict.fromkeys(n for n in symbols if n != NO_SYMBOL))
+    choice = Literal.__getitem__((*names, NO_SYMBOL))  # type: ignore[attr-defined]
+    fields = ProposalStep.model_fields
+    return create_model(
+        "GroundedStep",
+        title=(str, fields["title"]),
+        symbol=(  # type: ignore[arg-type]
+            choice,
+            Field(
+                description="The function or class of the code shown that this step changes; "
+                f'"{NO_SYMBOL}" when the step only adds new code.'
+            ),
+        ),
+        detail=(str, fields["detail"]),
+        files=(list[str], fields["files"]),
+    )
+
+
+def _steps_field(schema: type[BaseModel]) -> Any:
+    original = schema.model_fields["steps"]
+    limit = next((m.max_length for m in original.metadata if hasattr(m, "max_length")), None)
+    return Field(description=original.description, max_length=limit)
 
 
 def merge_new_files(data: dict[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ class EvidenceStep(BaseModel):
         "for read_file; `E1` stands for the file found by step E1.",
         max_length=160,
     )
-    why: str = Field(description="What this step should show, in a few words.", max_length=120)
+    why: str = Field(description="What this step should show, in a few words.", max_length=60)
     depends_on: list[str] = Field(
         default_factory=list, description="Ids of steps that must run first.", max_length=3
     )
@@ -61,12 +61,27 @@ class EvidencePlan(BaseModel):
 
 @lru_cache(maxsize=16)
 def plan_schema(max_steps: int) -> type[EvidencePlan]:
-    """EvidencePlan with at most `max_steps` steps (the JSON schema the model is held to)."""
+    """EvidencePlan with at most `max_steps` steps (the JSON schema the model is held to),
+    whose ids and dependencies are the step ids E1…En: the 0.5B model wrote "1" for an id and
+    tool names for dependencies, and its six-step plan ran past its token budget."""
+    names = tuple(f"E{n}" for n in range(1, max(max_steps, 1) + 1))
+    ids = Literal.__getitem__(names)  # type: ignore[attr-defined]
+    step = create_model(
+        "EvidenceStep",
+        __base__=EvidenceStep,
+        id=(ids, Field(description="E1, E2, … in order.")),  # type: ignore[arg-type]
+        depends_on=(
+            list[ids],  # type: ignore[valid-type]
+            Field(
+                default_factory=list, description="Ids of steps that must run first.", max_length=3
+            ),
+        ),
+    )
     return create_model(
         "EvidencePlan",
         __base__=EvidencePlan,
         steps=(
-            list[EvidenceStep],
+            list[step],  # type: ignore[valid-type]
             Field(description="The lookups, at most a few.", max_length=max_steps),
         ),
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from django.db import close_old_connections, connection
 
 from agents.investigation.evidence import EvidenceStep
-from agents.investigation.tools import ToolResult
+from agents.investigation.tools import TOOLS, ToolResult
 
 WORKERS = 3
 _REFERENCE = re.compile(r"^\$?(E\d+)$", re.IGNORECASE)
@@ -47,27 +47,40 @@ def tidy_steps(
     ids: dict[str, str] = {}
     by_key: dict[tuple[str, str], str] = {}
     for step in steps:
-        key = (step.tool, step.argument.strip().lower())
+        tool, argument = _called(step.tool, step.argument.strip())
+        key = (tool, argument.lower())
         if key in by_key:  # a repeat in this plan: steps depending on it get the first one
             ids.setdefault(step.id.strip().upper(), by_key[key])
             continue
-        if key in done or not step.argument.strip():
+        if key in done or not argument:
             continue
         done.add(key)
         by_key[key] = f"S{len(kept) + 1}"
         new_id = f"S{len(kept) + 1}"
         deps = tuple(dict.fromkeys(ids[d.strip().upper()] for d in step.depends_on
                                    if d.strip().upper() in ids))  # fmt: skip
-        ref = _REFERENCE.match(step.argument.strip())
-        argument = step.argument.strip()
+        ref = _REFERENCE.match(argument)
         if ref and ref[1].upper() in ids:
             argument = ids[ref[1].upper()]
             deps = tuple(dict.fromkeys((*deps, argument)))
         ids.setdefault(step.id.strip().upper(), new_id)
-        kept.append(Step(new_id, step.tool, argument, step.why, deps))
+        kept.append(Step(new_id, tool, argument, step.why, deps))
         if len(kept) >= limit:
             break
     return kept
+
+
+def _called(tool: str, argument: str) -> tuple[str, str]:
+    """(tool, argument) of a step whose argument is written as a call of a tool,
+    `find_symbol(Inner.copy)` under any tool (the 0.5B model's habit, from the tool guide's
+    own notation): that tool with what is inside. Anything else stays as it is."""
+    call = _CALL.fullmatch(argument)
+    if call and call[1] in TOOLS:
+        return call[1], call[2].strip().strip("'\"`")
+    return tool, argument
+
+
+_CALL = re.compile(r"(\w{3,20})\(([^()]{1,160})\)")
 
 
 def run_steps(

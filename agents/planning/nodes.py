@@ -10,7 +10,13 @@ from django.conf import settings
 
 from agents import plan_rules, rules_gate
 from agents import rules as rules_check
-from agents.citations import extract_citations, ground_steps, sources_of
+from agents.citations import (
+    cite_symbols,
+    extract_citations,
+    ground_steps,
+    shown_definitions,
+    sources_of,
+)
 from agents.decision_log import decision_log
 from agents.echoes import is_copied, without_repeated_steps
 from agents.investigation.evidence import Evidence, candidate_paths, evidence_context
@@ -32,7 +38,7 @@ from agents.prompts import AGENT_A, AGENT_B, agent_system, code_context, languag
 from agents.providers.base import ChatMessage
 from agents.review_checks import checks_block, review_points
 from agents.runtime import TurnStream
-from agents.schemas import PlanDraft, Proposal, merge_new_files, with_file_choices
+from agents.schemas import NO_SYMBOL, PlanDraft, Proposal, merge_new_files, with_file_choices
 from agents.transcript import hit_citations, human_notes, retrieve_for
 from agents.turns import agent_for, structured_turn, text_turn
 from agents.verification import flag_citations, kept, verify_objections
@@ -60,6 +66,7 @@ class NodeContext:
     profile: str = ""
     pinned: list[PinnedItem] = field(default_factory=list)
     """The codebase's pins this session shows its agents ([P1]…)."""
+    _definitions: dict[str, tuple[str, int]] | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, session: PlanningSession, state: PlanningState) -> NodeContext:
@@ -95,9 +102,20 @@ class NodeContext:
         return tuple(p for p in ordered if p in self.paths)
 
     def file_schema(self, schema: type[Proposal] | type[PlanDraft]) -> type[Any]:
-        """`schema` with its files held to the candidates, once investigation found some."""
+        """`schema` with its files held to the candidates and each step's symbol to the
+        definitions shown, once investigation found some."""
         candidates = self.candidates()
-        return with_file_choices(schema, candidates) if self.evidence and candidates else schema
+        if not (self.evidence and candidates):
+            return schema
+        return with_file_choices(schema, candidates, tuple(self.definitions()))
+
+    def definitions(self) -> dict[str, tuple[str, int]]:
+        """The definitions in the code the agents were shown, by name: file and first line."""
+        if self._definitions is None:
+            navigator = Navigator(rag_index.index_dir(self.session.codebase_id))
+            sources = sources_of(self.evidence, self.hits)
+            self._definitions = shown_definitions(sources, navigator.outline)
+        return self._definitions
 
     def test_command(self) -> str:
         found = rag_profile.load(rag_index.index_dir(self.session.codebase_id))
@@ -107,7 +125,7 @@ class NodeContext:
         """A reply in the plain shape, with what the model cannot be trusted with fixed by
         code: a "new" file that exists is modified instead, and a reply naming no file gets
         the files the evidence found."""
-        data = merge_new_files(data)
+        data = cite_symbols(merge_new_files(data), self.definitions() if self.evidence else {})
         files = []
         for entry in data.get("files") or []:
             resolved = self.paths.resolve(str(entry.get("path", "")))
@@ -396,10 +414,16 @@ def _cite(ctx: NodeContext) -> str:
 
 def _files_rule(ctx: NodeContext) -> str:
     if ctx.evidence and ctx.candidates():
+        symbol = (
+            "Each step's symbol is the function or class of the code shown that it changes, "
+            f'or "{NO_SYMBOL}" for new code. '
+            if ctx.definitions()
+            else ""
+        )
         return (
-            "files: every existing file touched, chosen from the codebase's files offered, with "
-            "action (modify or delete) and reason. new_files: only files that do not exist yet, "
-            "with their path and reason; usually none."
+            f"{symbol}files: every existing file touched, chosen from the codebase's files "
+            "offered, with action (modify or delete) and reason. new_files: only files that do "
+            "not exist yet, with their path and reason; usually none."
         )
     return (
         "files: every file touched, each with its path (for existing files, exactly as "

@@ -49,7 +49,14 @@ async def test_a_session_runs_the_models_real_lookups_and_not_the_guides_example
     }  # fmt: skip
     proposal = {
         "summary": "Expire tokens.",
-        "steps": [{"title": "Expire", "detail": "In `todo/auth.py:1`.", "files": ["todo/auth.py"]}],
+        "steps": [
+            {
+                "title": "Expire",
+                "symbol": "none",
+                "detail": "In `todo/auth.py:1`.",
+                "files": ["todo/auth.py"],
+            }
+        ],
         "files": [{"path": "todo/auth.py", "action": "modify", "reason": "TokenStore"}],
         "new_files": [],
     }

@@ -4,11 +4,18 @@ holds is dropped, and a step citing nothing gets a `path:line` from the sources 
 import pytest
 from channels.db import database_sync_to_async
 
-from agents.citations import Source, extract_citations, ground_steps
+from agents.citations import (
+    Source,
+    cite_symbols,
+    extract_citations,
+    ground_steps,
+    shown_definitions,
+)
 from agents.echoes import is_copied, without_repeated_steps
 from agents.providers.fake import FakeProvider
 from agents.transcript import retrieve_for
 from conversations.models import Plan
+from rag.navigation import OutlineEntry, OutlineResult
 from rag.paths import FileSet, find_citations
 from tests.conversations.conftest import jobs_drained, start  # noqa: F401 (fixtures)
 from tests.conversations.wsclient import Client
@@ -19,6 +26,51 @@ SOURCES = [Source("todo/auth.py", 10, 30, "E2"), Source("todo/api.py", 1, 40)]
 
 def step(detail, files=()):
     return {"title": "Do it", "detail": detail, "files": list(files)}
+
+
+OUTLINES = {
+    "todo/auth.py": [OutlineEntry("TokenStore", "class", 12, 40, 0),
+                     OutlineEntry("issue", "method", 15, 20, 1, "TokenStore"),
+                     OutlineEntry("expire", "method", 31, 40, 1, "TokenStore"),
+                     OutlineEntry("LIMIT", "variable", 11, 11, 0),
+                     OutlineEntry("helper", "function", 2, 5, 0)],
+    "todo/api.py": [OutlineEntry("login", "function", 3, 9, 0),
+                    OutlineEntry("issue", "method", 20, 24, 1, "TokenStore")],
+}  # fmt: skip
+
+
+def outline(path):
+    return OutlineResult(path, path if path in OUTLINES else None, entries=OUTLINES.get(path, []))
+
+
+def test_the_definitions_a_step_may_name_are_those_starting_in_the_lines_shown():
+    found = shown_definitions([*SOURCES, Source("gone.py", 1, 9)], outline)
+    # auth.py shows lines 10-30: TokenStore and its issue, not expire (31), helper (2) or a
+    # variable; the same name in a later source keeps its first place.
+    assert found == {
+        "TokenStore": ("todo/auth.py", 12),
+        "TokenStore.issue": ("todo/auth.py", 15),
+        "login": ("todo/api.py", 3),
+    }
+    assert len(shown_definitions(SOURCES, outline, limit=2)) == 2
+
+
+def test_a_named_definition_becomes_the_steps_citation_and_file():
+    definitions = {"TokenStore.issue": ("todo/auth.py", 15)}
+    data = {"steps": [{**step("Add an expiry."), "symbol": "TokenStore.issue"},
+                      {**step("New module.", ["todo/expiry.py"]), "symbol": "none"},
+                      {**step("See `todo/auth.py:16`.", ["todo/auth.py"]), "symbol": "TokenStore.issue"},
+                      {**step("Unknown."), "symbol": "Nope"}]}  # fmt: skip
+    steps = cite_symbols(data, definitions)["steps"]
+    assert all("symbol" not in s for s in steps)
+    assert steps[0]["detail"] == "Add an expiry. (`TokenStore.issue` at `todo/auth.py:15`)"
+    assert steps[0]["files"] == ["todo/auth.py"]
+    assert steps[1] == step("New module.", ["todo/expiry.py"])
+    assert steps[2] == step("See `todo/auth.py:16`.", ["todo/auth.py"])  # cited that file already
+    assert steps[3] == step("Unknown.")
+    # The citation it writes is one a source holds, so grounding keeps it.
+    grounded = ground_steps({"steps": steps[:1], "files": []}, SOURCES, PATHS)
+    assert grounded["steps"][0]["detail"] == steps[0]["detail"]
 
 
 def test_a_line_number_no_source_holds_is_dropped_and_the_path_kept():

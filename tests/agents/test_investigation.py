@@ -70,6 +70,39 @@ def test_tidy_drops_repeats_dangling_dependencies_and_binds_references():
     ]
 
 
+def test_the_plan_schema_holds_ids_and_dependencies_to_the_step_ids():
+    # The 0.5B model wrote "1" for an id and tool names for dependencies.
+    schema = plan_schema(3)
+    good = {"steps": [step("E1").model_dump(), step("E2", depends_on=["E1"]).model_dump()],
+            "next_action": "synthesize"}  # fmt: skip
+    assert schema.model_validate(good)
+    for bad in ({"id": "1"}, {"depends_on": ["find_symbol"]}, {"id": "E4"}):
+        plan = {"steps": [{**step("E1").model_dump(), **bad}], "next_action": "synthesize"}
+        with pytest.raises(ValidationError):
+            schema.model_validate(plan)
+    ids = schema.model_json_schema()["$defs"]["EvidenceStep"]["properties"]["id"]["enum"]
+    assert ids == ["E1", "E2", "E3"]
+
+
+def test_tidy_reads_a_tool_call_written_as_the_argument():
+    steps = tidy_steps(
+        [
+            step("E1", "search", "find_symbol(Inner.copy)"),
+            step("E2", "search", "read_file('pkg/core.py:10-20')"),
+            step("E3", "find_symbol", "find_symbol(Inner.copy)"),  # the same call again
+            step("E4", "search", "grep(copy)"),  # no such tool: a query as written
+            step("E5", "search", "copy(deep=True)"),
+        ],
+        limit=6,
+    )
+    assert [(s.tool, s.argument) for s in steps] == [
+        ("find_symbol", "Inner.copy"),
+        ("read_file", "pkg/core.py:10-20"),
+        ("search", "grep(copy)"),
+        ("search", "copy(deep=True)"),
+    ]
+
+
 def test_tidy_keeps_at_most_the_limit():
     assert len(tidy_steps([step(f"E{i}", argument=f"q{i}") for i in range(9)], limit=4)) == 4
 

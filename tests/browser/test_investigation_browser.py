@@ -35,7 +35,7 @@ QUESTION = "Should an expired token be deleted, or only refused at login?"
 ANSWER = "Delete it, and refuse it at login too."
 PROPOSAL = {
     "summary": "Expire tokens after a day [E1].",
-    "steps": [{"title": "Expire", "detail": "In `todo/auth.py:1` [E1].", "files": ["todo/auth.py"]}],
+    "steps": [{"title": "Expire", "symbol": "none", "detail": "In `todo/auth.py:1` [E1].", "files": ["todo/auth.py"]}],
     "files": [{"path": "todo/auth.py", "action": "modify", "reason": "TokenStore issues tokens"}],
     "new_files": [],
 }  # fmt: skip

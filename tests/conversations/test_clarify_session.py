@@ -38,7 +38,7 @@ def evidence_plan(next_action, question="", tool="find_symbol", argument="TokenS
 def proposal():
     return {
         "summary": "Expire tokens after a day [E1].",
-        "steps": [{"title": "Expire", "detail": "In `todo/auth.py:1` [E1].",
+        "steps": [{"title": "Expire", "symbol": "none", "detail": "In `todo/auth.py:1` [E1].",
                    "files": ["todo/auth.py"]}],
         "files": [{"path": "todo/auth.py", "action": "modify", "reason": "TokenStore"}],
         "new_files": [],

@@ -37,10 +37,11 @@ def evidence_plan(next_action="synthesize"):
     }  # fmt: skip
 
 
-def proposal(path="todo/auth.py"):
+def proposal(path="todo/auth.py", symbol="none", detail=None):
+    detail = f"In `{path}:1` [E1]." if detail is None else detail
     return {
         "summary": "Store the issue time with each token [E1].",
-        "steps": [{"title": "Expire", "detail": f"In `{path}:1` [E1].", "files": [path]}],
+        "steps": [{"title": "Expire", "symbol": symbol, "detail": detail, "files": [path]}],
         "files": [{"path": path, "action": "modify", "reason": "TokenStore lives here"}],
         "new_files": [],
     }
@@ -261,4 +262,28 @@ async def test_the_file_a_called_method_is_handed_down_to_comes_first_in_the_cho
     schema = propose_call.schema.model_json_schema()
     choices = schema["$defs"]["ExistingFileChange"]["properties"]["path"]["enum"]
     assert choices[:2] == ["shop/core.py", "shop/api.py"]
+    await client.close()
+
+
+async def test_a_step_names_a_definition_it_was_shown_and_cites_its_line(start, user):
+    """Each step's symbol is an enum of the definitions in the code the agents were shown;
+    the chosen one becomes the step's `path:line` (the model wrote no line of its own)."""
+    session, client = await run_to_checkpoint(
+        start, user, evidence_plan(),
+        proposal(symbol="TokenStore", detail="Give each token an expiry time."), "Fine.",
+    )  # fmt: skip
+    propose_call = FakeProvider.calls("fake", text=False)[1]
+    schema = propose_call.schema.model_json_schema()
+    names = schema["$defs"]["GroundedStep"]["properties"]["symbol"]["enum"]
+    assert "TokenStore" in names and names[-1] == "none"
+    assert "Each step's symbol is the function or class" in propose_call.prompt
+    state = await database_sync_to_async(PlanningState.objects.get)(session=session)
+    step = state.proposal["steps"][0]
+    assert "symbol" not in step
+    items = await database_sync_to_async(evidence_messages)(session)
+    line = items[0].data["evidence"]["location"].split(":")[1].split("-")[0]
+    assert (
+        step["detail"] == f"Give each token an expiry time. (`TokenStore` at `todo/auth.py:{line}`)"
+    )
+    assert step["files"] == ["todo/auth.py"]
     await client.close()

@@ -24,7 +24,14 @@ def investigation_on(settings):
 def proposal(path):
     return {
         "summary": "Store the issue time with each token [E1].",
-        "steps": [{"title": "Expire", "detail": "Drop old tokens [E1].", "files": [path]}],
+        "steps": [
+            {
+                "title": "Expire",
+                "symbol": "none",
+                "detail": "Drop old tokens [E1].",
+                "files": [path],
+            }
+        ],
         "files": [{"path": path, "action": "modify", "reason": "TokenStore lives here"}],
         "new_files": [],
     }
