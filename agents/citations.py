@@ -131,9 +131,11 @@ def cite_symbols(
     data: dict[str, Any], definitions: Mapping[str, tuple[str, int]]
 ) -> dict[str, Any]:
     """`data` whose steps no longer carry the `symbol` a file-choices schema asked for: a named
-    definition becomes the step's citation (`Name` at `path:line`) and its file one of the
-    step's files, unless the step cites that file already; "none" or an unknown name is
-    dropped."""
+    definition that agrees with the rest of the step (one of its files, or its title or detail
+    names the file or the definition) becomes the step's citation (`Name` at `path:line`),
+    unless the step cites that file already. "none", an unknown name, or one the step says
+    nothing else about is dropped: the 0.5B model picked the same unrelated method for all six
+    steps of a pylint plan."""
     steps = data.get("steps")
     if not isinstance(steps, list):
         return data
@@ -145,7 +147,7 @@ def cite_symbols(
         name = step.get("symbol")
         step = {k: v for k, v in step.items() if k != "symbol"}
         where = definitions.get(name) if isinstance(name, str) else None
-        if where is not None:
+        if where is not None and isinstance(name, str) and _agrees(step, name, where[0]):
             path, line = where
             detail = str(step.get("detail") or "").rstrip()
             files = [f for f in step.get("files") or [] if isinstance(f, str)]
@@ -154,6 +156,19 @@ def cite_symbols(
             step = {**step, "detail": detail, "files": files if path in files else [*files, path]}
         out.append(step)
     return {**data, "steps": out}
+
+
+def _agrees(step: dict[str, Any], name: str, path: str) -> bool:
+    """Whether the step points at `name` (defined in `path`) by more than the choice itself."""
+    files = [str(f).strip().lstrip("./") for f in step.get("files") or [] if isinstance(f, str)]
+    if path in files:
+        return True
+    text = f"{step.get('title', '')} {step.get('detail', '')}"
+    if path in text:
+        return True
+    words = set(_IDENTIFIER.findall(text))
+    own = name.rsplit(".", 1)[-1]
+    return name in text or (not own.startswith("__") and own in words)
 
 
 def ground_steps(data: dict[str, Any], sources: list[Source], paths: FileSet) -> dict[str, Any]:

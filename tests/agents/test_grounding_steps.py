@@ -56,21 +56,35 @@ def test_the_definitions_a_step_may_name_are_those_starting_in_the_lines_shown()
 
 
 def test_a_named_definition_becomes_the_steps_citation_and_file():
-    definitions = {"TokenStore.issue": ("todo/auth.py", 15)}
-    data = {"steps": [{**step("Add an expiry."), "symbol": "TokenStore.issue"},
+    definitions = {"TokenStore.issue": ("todo/auth.py", 15), "login": ("todo/api.py", 3)}
+    data = {"steps": [{**step("Make issue() add an expiry."), "symbol": "TokenStore.issue"},
                       {**step("New module.", ["todo/expiry.py"]), "symbol": "none"},
                       {**step("See `todo/auth.py:16`.", ["todo/auth.py"]), "symbol": "TokenStore.issue"},
-                      {**step("Unknown."), "symbol": "Nope"}]}  # fmt: skip
+                      {**step("Unknown."), "symbol": "Nope"},
+                      {**step("Store the time.", ["todo/auth.py"]), "symbol": "TokenStore.issue"}]}  # fmt: skip
     steps = cite_symbols(data, definitions)["steps"]
     assert all("symbol" not in s for s in steps)
-    assert steps[0]["detail"] == "Add an expiry. (`TokenStore.issue` at `todo/auth.py:15`)"
+    assert steps[0]["detail"] == (
+        "Make issue() add an expiry. (`TokenStore.issue` at `todo/auth.py:15`)"
+    )
     assert steps[0]["files"] == ["todo/auth.py"]
     assert steps[1] == step("New module.", ["todo/expiry.py"])
     assert steps[2] == step("See `todo/auth.py:16`.", ["todo/auth.py"])  # cited that file already
     assert steps[3] == step("Unknown.")
+    assert steps[4]["detail"].endswith("(`TokenStore.issue` at `todo/auth.py:15`)")  # its file
     # The citation it writes is one a source holds, so grounding keeps it.
     grounded = ground_steps({"steps": steps[:1], "files": []}, SOURCES, PATHS)
     assert grounded["steps"][0]["detail"] == steps[0]["detail"]
+
+
+def test_a_definition_the_rest_of_the_step_says_nothing_about_is_dropped():
+    # pylint-4551: the 0.5B model named the same unrelated method for every step.
+    definitions = {"Python3Checker.__init__": ("pylint/checkers/python3.py", 921)}
+    data = {"steps": [{**step("Read the annotations in __init__.", ["pylint/pyreverse/main.py"]),
+                       "symbol": "Python3Checker.__init__"}]}  # fmt: skip
+    assert cite_symbols(data, definitions)["steps"] == [
+        step("Read the annotations in __init__.", ["pylint/pyreverse/main.py"])
+    ]
 
 
 def test_a_line_number_no_source_holds_is_dropped_and_the_path_kept():
