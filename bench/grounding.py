@@ -188,8 +188,14 @@ def measure(session: Any, gold: list[str]) -> dict[str, Any]:
         )
         for s in model_steps
     )
+    # A step's `symbol` (the definition it changes, from the enum of those shown): the
+    # model's own pick of real code, which the app then cites.
+    model_named = sum(
+        isinstance(s.get("symbol"), str) and s["symbol"] not in ("", "none") for s in model_steps
+    )
     return {
         "ranks": _or_error(considered_ranks, session, gold),
+        "model_steps_named": model_named,
         "model_steps": len(model_steps),
         "model_steps_cited": model_cited,
         "plan": True,
@@ -289,16 +295,17 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         f"Sessions finished: {len(rows)} of {planned}. {note}",
         "",
         "| instance | run | status | gold in Files | invented paths | steps citing an existing "
-        "path:line | the model's own steps citing one | citations out of range / file missing | "
-        "LLM calls | tokens | wall s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "path:line | the model's own steps citing one | the model's steps naming a definition | "
+        "citations out of range / file missing | LLM calls | tokens | wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['instance']} | {r['condition']} | {r['status']} | "
             f"{r['gold_named']}/{r['gold_total']} | {r['invented']}/{r['files']} | "
             f"{r['steps_cited']}/{r['steps']} | "
-            f"{r.get('model_steps_cited', '–')}/{r.get('model_steps', '–')} | {r['out_of_range']} / "
+            f"{r.get('model_steps_cited', '–')}/{r.get('model_steps', '–')} | "
+            f"{r.get('model_steps_named', '–')}/{r.get('model_steps', '–')} | {r['out_of_range']} / "
             f"{r['missing_file_citations']} of {r['citations']} | {r['calls']} | "
             f"{r['tokens']} | {r['seconds']:.0f} |"
         )
@@ -307,9 +314,9 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         "## Totals",
         "",
         "| run | sessions | plans | gold named (plans) | invented paths | steps citing "
-        "an existing path:line | the model's own steps citing one | citations out of range | "
-        "median LLM calls | median tokens | median wall s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "an existing path:line | the model's own steps citing one | the model's steps naming a "
+        "definition | citations out of range | median LLM calls | median tokens | median wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for condition in CONDITIONS:
         mine = [r for r in rows if r["condition"] == condition]
@@ -321,10 +328,12 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         gold = sum(r["gold"] for r in mine)
         own = sum(r.get("model_steps_cited", 0) for r in mine)
         own_steps = sum(r.get("model_steps", 0) for r in mine)
+        named = sum(r.get("model_steps_named", 0) for r in mine)
         out.append(
             f"| {condition} | {len(mine)} | {len(plans)} | {gold}/{len(mine)} "
             f"({_pct(gold, len(mine))}) | {sum(r['invented'] for r in mine)} | {cited}/{steps} "
             f"({_pct(cited, steps)}) | {own}/{own_steps} ({_pct(own, own_steps)}) | "
+            f"{named}/{own_steps} ({_pct(named, own_steps)}) | "
             f"{sum(r['out_of_range'] for r in mine)} of "
             f"{sum(r['citations'] for r in mine)} | "
             f"{statistics.median(r['calls'] for r in mine):.0f} | "
