@@ -29,13 +29,13 @@ PATH = "todo/auth.py"
 
 PROPOSAL = {
     "summary": f"Throttle failed logins in `{PATH}`.",
-    "steps": [{"title": "Count failures", "detail": f"Wrap the handler at `{PATH}:1`.", "files": [PATH]}],
+    "steps": [{"title": "Count failures", "symbol": "none", "detail": f"Wrap the handler at `{PATH}:1`.", "files": [PATH]}],
     "files": [{"path": PATH, "action": "modify", "reason": "the login handler lives here"}],
 }  # fmt: skip
 PLAN = {
     "summary": "Add a per-user failed-login counter.",
     "decisions": ["Keep counters in memory: one process serves the app."],
-    "steps": [{"title": "Add the counter", "detail": f"See `{PATH}:1`.", "files": [PATH]}],
+    "steps": [{"title": "Add the counter", "symbol": "none", "detail": f"See `{PATH}:1`.", "files": [PATH]}],
     "files": [{"path": PATH, "action": "modify", "reason": "handler"}],
     "testing": ["A test that the sixth failed login in a minute gets 429."],
     "risks": ["Counters reset on restart."],

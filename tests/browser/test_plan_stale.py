@@ -18,13 +18,13 @@ WAIT = 120_000
 STEP = "Count failed logins in check_password"
 PROPOSAL = {
     "summary": f"Count failed logins in `{PATH}`.",
-    "steps": [{"title": STEP, "detail": f"Wrap `{PATH}:21`.", "files": [PATH]}],
+    "steps": [{"title": STEP, "symbol": "none", "detail": f"Wrap `{PATH}:21`.", "files": [PATH]}],
     "files": [{"path": PATH, "action": "modify", "reason": "the password check lives here"}],
 }  # fmt: skip
 PLAN = {
     "summary": "Refuse the sixth failed login within a minute.",
     "decisions": ["Keep counters in memory: one process serves the app."],
-    "steps": [{"title": STEP, "detail": f"Wrap the check at `{PATH}:21`.", "files": [PATH]}],
+    "steps": [{"title": STEP, "symbol": "none", "detail": f"Wrap the check at `{PATH}:21`.", "files": [PATH]}],
     "files": [{"path": PATH, "action": "modify", "reason": "the password check"}],
     "testing": ["A sixth failed login within a minute is refused."],
     "risks": ["Counters reset on restart."],

@@ -20,13 +20,13 @@ NOTE = "We use pytest, not unittest."
 REASON = "The security team reviewed this change already."
 PROPOSAL = {
     "summary": f"Throttle failed logins in `{PATH}`.",
-    "steps": [{"title": "Count failures", "detail": f"Wrap the handler at `{PATH}:1`.", "files": [PATH]}],
+    "steps": [{"title": "Count failures", "symbol": "none", "detail": f"Wrap the handler at `{PATH}:1`.", "files": [PATH]}],
     "files": [{"path": PATH, "action": "modify", "reason": "the login handler lives here"}],
 }  # fmt: skip
 PLAN = {
     "summary": "Add a per-user failed-login counter.",
     "decisions": ["Keep counters in memory."],
-    "steps": [{"title": "Add the counter", "detail": f"See `{PATH}:1`.", "files": [PATH]}],
+    "steps": [{"title": "Add the counter", "symbol": "none", "detail": f"See `{PATH}:1`.", "files": [PATH]}],
     "files": [{"path": PATH, "action": "modify", "reason": "handler"}],
     "testing": ["A pytest test that the sixth failed login gets 429."],
     "risks": ["Counters reset on restart."],

@@ -72,6 +72,7 @@ PROPOSAL = {
     "steps": [
         {
             "title": PAYLOADS[0],
+            "symbol": "none",
             "detail": f"Wrap `{CODE_FILE}:4`. {HOSTILE}"[:400],
             "files": [CODE_FILE, f"{PAYLOADS[1]}/new.py"],
         }
@@ -82,7 +83,9 @@ PROPOSAL = {
 PLAN = {
     "summary": f"{HOSTILE} {prose('the plan')}"[:1000],
     "decisions": PAYLOADS[:5],
-    "steps": [{"title": PAYLOADS[2], "detail": HOSTILE[:400], "files": [CODE_FILE]}],
+    "steps": [
+        {"title": PAYLOADS[2], "symbol": "none", "detail": HOSTILE[:400], "files": [CODE_FILE]}
+    ],
     "files": [{"path": CODE_FILE, "action": "modify", "reason": PAYLOADS[3]}],
     "new_files": [{"path": f"{PAYLOADS[2]}/new.py", "reason": PAYLOADS[4]}],
     "testing": PAYLOADS[3:],
