@@ -224,13 +224,14 @@ def write_debate_plan(session: PlanningSession) -> Plan | None:
     )
     request = (
         "Write the implementation plan the discussion arrived at, as JSON. summary: what the "
-        "change does and why. decisions: the design choices the agents settled on, each with "
+        "change does and why. effort: size S, M, L or XL and an estimate. decisions: the "
+        "design choices the agents settled on, each with "
         "its reason. steps: ordered, each with a title, a detail citing `path:line`"
         + (" and the evidence as [E#]" if evidence else "")
         + ", and its files. files: every file touched, with its path exactly as in the code, "
         "action (modify, create or delete) and reason. testing: the tests to add or run. "
-        "risks: what could go wrong and how to guard against it. effort: size S, M, L or XL "
-        "and an estimate. Only what the discussion supports. " + language_rule(session.language)
+        "risks: what could go wrong and how to guard against it. Only what the discussion "
+        "supports. " + language_rule(session.language)
     )
     extra = rules.prompt_sections(session, rules.session_pins(session))
     prompt = "\n\n".join(

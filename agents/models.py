@@ -18,6 +18,7 @@ class LLMCall(models.Model):
         RETRIED = "retried", "Failed, retried"
         REDONE = "redone", "Redone (echo or placeholder)"
         REPAIRED = "repaired", "Invalid JSON, repaired"
+        CUT_OFF = "cut_off", "Cut off at its token limit, complete part kept"
         STOPPED = "stopped", "Stopped by the human"
         TIMED_OUT = "timed_out", "Time limit"
         ERROR = "error", "Error"

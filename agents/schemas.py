@@ -60,6 +60,8 @@ class PlanDraft(BaseModel):
     summary: str = Field(
         description="What the change does and why, in a short paragraph.", max_length=1000
     )
+    # Early, so a reply cut off at its token limit in its last lists still has it (salvage).
+    effort: Effort
     decisions: list[Annotated[str, Field(max_length=300)]] = Field(
         description="Design decisions taken, each with its reason.", max_length=5
     )
@@ -73,7 +75,6 @@ class PlanDraft(BaseModel):
     risks: list[Annotated[str, Field(max_length=300)]] = Field(
         description="What could go wrong and how to mitigate it.", max_length=5
     )
-    effort: Effort
 
 
 # ------------------------------------------------------------------ files held to real paths

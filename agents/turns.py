@@ -155,7 +155,8 @@ def repaired(
     complete: Callable[[list[ChatMessage]], str],
     traces: list[trace.CallTrace],
 ) -> T:
-    """structured_reply, with the trace saying which replies were invalid JSON."""
+    """structured_reply, with the trace saying which replies were invalid JSON and which were
+    cut off at their token limit and kept in part."""
     calls = len(traces)
 
     def traced(prompt: list[ChatMessage]) -> str:
@@ -163,8 +164,11 @@ def repaired(
             trace.relabel(traces[-1], trace.Outcome.REPAIRED, "invalid JSON, shown to the model")
         return complete(prompt)
 
+    def salvaged(lost: str) -> None:
+        trace.relabel(traces[-1] if traces else None, trace.Outcome.CUT_OFF, lost)
+
     try:
-        return structured_reply(messages, schema, traced)
+        return structured_reply(messages, schema, traced, salvaged)
     except InvalidStructuredOutput as exc:
         trace.relabel(traces[-1] if traces else None, trace.Outcome.ERROR, exc.problems)
         raise

@@ -102,6 +102,14 @@ def flag_citations(session: PlanningSession, message: Message, evidence: list[Ev
 # ---------------------------------------------------------------- objections
 
 
+# A verdict's texts are held short by the grammar, and its token budget covers the longest
+# the grammar allows (about 4 characters a token, and some 20 tokens of JSON around them):
+# the 0.5B model wrote 200-character reasons and ran out of tokens in 5 of 12 sessions.
+CORRECTION_CHARS = 200
+REASON_CHARS = 120
+VERDICT_TOKENS = 20 + (CORRECTION_CHARS + REASON_CHARS) // 4
+
+
 class Verdict(BaseModel):
     objection: int = Field(description="The objection's number.", ge=1, le=MAX_OBJECTIONS)
     verdict: Literal["keep", "update", "discard"] = Field(
@@ -110,9 +118,9 @@ class Verdict(BaseModel):
     )
     correction: str = Field(
         default="", description="update only: the objection as the evidence supports it.",
-        max_length=300,
+        max_length=CORRECTION_CHARS,
     )  # fmt: skip
-    reason: str = Field(default="", description="Why, citing [E#].", max_length=200)
+    reason: str = Field(default="", description="Why, citing [E#].", max_length=REASON_CHARS)
 
 
 class Verdicts(BaseModel):
@@ -211,7 +219,7 @@ def verify_objections(
     items = objections(review, restating=restating)
     if not evidence or not items:
         return None
-    options = CallOptions(max_tokens=70 * len(items) + 30, temperature=0.0)
+    options = CallOptions(max_tokens=VERDICT_TOKENS * len(items) + 30, temperature=0.0)
     note = ""
     try:
         reply = structured_call(

@@ -13,6 +13,7 @@ import builtins
 import keyword
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import asdict
 
 from django.conf import settings
@@ -28,6 +29,7 @@ from agents.runtime import TurnStream
 from agents.turns import Agent, BudgetSpent, structured_call
 from conversations.models import Message, PlanningSession
 from rag import index, profile
+from rag.query import split_frames
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,10 @@ def investigate(session: PlanningSession, agent: Agent, *, key: str) -> list[Evi
     rounds = settings.PLANAGENTS_EVIDENCE_ROUNDS
     for round_no in range(1, rounds + 1):
         done = clarify.asked(session.pk, key)
-        plan, steps, base = _plan(session, agent, key, round_no, summary, evidence, max_steps, done)
+        plan, steps, base = _plan(
+            session, agent, key, round_no, summary, evidence, max_steps, done,
+            paths=workspace.files,
+        )  # fmt: skip
         if steps:
             evidence = _run(session.pk, key, workspace, steps, evidence, base)
         elif plan.next_action != "clarify":
@@ -90,6 +95,8 @@ def _plan(
     evidence: list[Evidence],
     max_steps: int,
     asked: clarify.Asked | None = None,
+    *,
+    paths: Iterable[str] = (),
 ) -> tuple[EvidencePlan, list[Step], int]:
     """This round's plan, the steps to run (tidied) and the [E#] number they count from: the
     saved ones on a re-run; else one call, replaced by a deterministic plan if unusable: the
@@ -138,7 +145,7 @@ def _plan(
     except ProviderError as exc:
         log.info("session %s: evidence plan unusable (%s); using the default", session.pk, exc)
         note = f"\n\n_The model's plan was unusable ({str(exc)[:160]}); the app planned instead._"
-        fallback = default_steps(session.task) if round_no == 1 else []
+        fallback = default_steps(session.task, paths) if round_no == 1 else []
         plan = EvidencePlan(steps=fallback[:max_steps], next_action="synthesize")
     ran = {(e.tool, e.argument.strip().lower()) for e in evidence}
     planned = [step for step in plan.steps if not copies_the_guide(step.argument)]
@@ -147,7 +154,7 @@ def _plan(
         # What a small model can't be trusted to do: look up the symbols the task names, and
         # search the task itself. Those lookups come first and last around the model's own,
         # and always run: the model's last steps give way to them.
-        anchors = default_steps(session.task)
+        anchors = default_steps(session.task, paths)
         added = {(a.tool, a.argument) for a in anchors}
         steps = _with_anchors(planned, anchors, max_steps, ran)
     else:
@@ -236,28 +243,66 @@ def copies_the_guide(argument: str) -> bool:
     return written in _GUIDE_WORDS or ("(" in written and written in _GUIDE)
 
 
-def default_steps(task: str) -> list[EvidenceStep]:
+def default_steps(task: str, paths: Iterable[str] = ()) -> list[EvidenceStep]:
     """The plan the app makes when the model's is unusable: search the task, look up the
-    symbols it names (`code`, CamelCase, snake_case)."""
+    functions a pasted traceback failed in inside this codebase (`paths`), then the symbols the
+    task names (`code`, CamelCase, snake_case)."""
     steps = [
         EvidenceStep(
             id="E1", tool="search", argument=task.strip()[:150], why="code the task is about",
             kind="independent",
         )
     ]  # fmt: skip
-    names = dict.fromkeys(a or b for a, b in _IDENTIFIER.findall(task))
+    failed_in = frame_names(task, paths)
+    names = dict.fromkeys([*failed_in, *(a or b for a, b in _IDENTIFIER.findall(task))])
     for name in list(names):
         # `None`, `str`, `self`: a lookup of the language's own names finds nothing to plan on.
-        if keyword.iskeyword(name) or name in _BUILTINS or name in ("self", "cls"):
+        builtin = name in _BUILTINS and name not in failed_in  # a traceback's `map` is ours
+        if keyword.iskeyword(name) or builtin or name in ("self", "cls"):
             del names[name]
     for name in list(names)[:3]:
         steps.append(
             EvidenceStep(
                 id=f"E{len(steps) + 1}", tool="find_symbol", argument=name,
-                why=f"where {name} is defined", kind="independent",
+                why=f"where the traceback failed: {name}"[:60] if name in failed_in
+                else f"where {name} is defined", kind="independent",
             )
         )  # fmt: skip
     return steps
+
+
+def frame_names(task: str, paths: Iterable[str]) -> list[str]:
+    """The functions where each pasted traceback failed in this codebase (`failed_frames`)."""
+    return list(dict.fromkeys(name for name, _ in failed_frames(task, paths)))
+
+
+def failed_frames(task: str, paths: Iterable[str]) -> list[tuple[str, str | None]]:
+    """(function, codebase file or None) of each pasted traceback's innermost frame in this
+    codebase: where the error surfaced in our code (frames of the user's script and of
+    installed libraries are not ours). A frame is ours when its path ends with one of `paths`
+    (that file), or runs through one of the codebase's top-level packages (None: the same
+    package at another version, whose file may have moved: seaborn-2848's `seaborn/_core.py`
+    is `seaborn/_oldcore.py` here)."""
+    _, frames = split_frames(task)
+    if not frames:
+        return []
+    files = {p.lower(): p for p in paths}
+    packages = {
+        parts[-2]
+        for parts in (p.split("/") for p in files if p.endswith("/__init__.py"))
+        if len(parts) == 2 or (len(parts) == 3 and parts[0] == "src")
+    }
+    innermost: dict[int, tuple[str, str | None]] = {}
+    for written, text, trace in frames:
+        tail = written.replace("\\", "/").lower().split("/")
+        name = text.split("\n", 1)[0].rsplit(".", 1)[-1]
+        if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("__"):
+            continue  # `<module>`, `<lambda>`; `__getitem__` names a protocol, not a place
+        suffixes = ("/".join(tail[-n:]) for n in range(min(2, len(tail)), min(len(tail), 6) + 1))
+        file = next((files[x] for x in suffixes if x in files), None)
+        if file is not None or packages & set(tail[:-1]):
+            innermost[trace] = (name, file)
+    return list(dict.fromkeys(innermost.values()))
 
 
 def render_plan(

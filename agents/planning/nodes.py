@@ -20,8 +20,8 @@ from agents.citations import (
 from agents.decision_log import decision_log
 from agents.echoes import is_copied, without_repeated_steps
 from agents.investigation.evidence import Evidence, candidate_paths, evidence_context
+from agents.investigation.session import failed_frames, load_evidence, profile_summary
 from agents.investigation.session import investigate as run_investigation
-from agents.investigation.session import load_evidence, profile_summary
 from agents.loops import hand_over, noted, session_loop
 from agents.plan import (
     append_version,
@@ -67,6 +67,7 @@ class NodeContext:
     pinned: list[PinnedItem] = field(default_factory=list)
     """The codebase's pins this session shows its agents ([P1]…)."""
     _definitions: dict[str, tuple[str, int]] | None = field(default=None, repr=False)
+    _candidates: tuple[tuple[int, int], tuple[str, ...]] | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, session: PlanningSession, state: PlanningState) -> NodeContext:
@@ -97,9 +98,13 @@ class NodeContext:
         """The real files a proposal or plan may name: evidence first, then retrieval, where
         a method the task calls is followed down the imports from the first file (rag.rerank:
         the file doing the work moves up; the enum's order is the order the model reads)."""
-        found = candidate_paths(self.evidence, [h.path for h in self.hits])
-        ordered = rerank_paths(self.session.codebase, self.session.task, found)
-        return tuple(p for p in ordered if p in self.paths)
+        # A node asks twice (its prompt, then its schema); the context lives across nodes.
+        key = (len(self.evidence), len(self.hits))
+        if self._candidates is None or self._candidates[0] != key:
+            found = candidate_paths(self.evidence, [h.path for h in self.hits])
+            ordered = rerank_paths(self.session.codebase, self.session.task, found)
+            self._candidates = (key, tuple(p for p in ordered if p in self.paths))
+        return self._candidates[1]
 
     def file_schema(self, schema: type[Proposal] | type[PlanDraft]) -> type[Any]:
         """`schema` with its files held to the candidates and each step's symbol to the
@@ -143,7 +148,30 @@ class NodeContext:
                     files.append({"path": item.path, "action": "modify", "reason": reason})
                 if len(files) >= 2:
                     break
+        listed = {f["path"] for f in files}
+        for name, path in self.failed_at() if self.evidence else []:
+            if path not in listed:
+                listed.add(path)
+                reason = f"The reported traceback fails here, in `{name}`; added by the app."
+                files.append({"path": path, "action": "modify", "reason": reason})
         return {**data, "files": files}
+
+    def failed_at(self) -> list[tuple[str, str]]:
+        """(function, file) where each traceback pasted in the task failed in this codebase:
+        the frame's own file, or, when the file moved since the reporter's version, the one
+        file defining that function. A bug plan names that file whatever the model chose
+        (seaborn-2848: the error surfaces in `_lookup_single`, the 0.5B plan named two other
+        files)."""
+        found: list[tuple[str, str]] = []
+        navigator = Navigator(rag_index.index_dir(self.session.codebase_id))
+        for name, path in failed_frames(self.session.task, self.paths):
+            if path is None:
+                hits = navigator.find_symbol(name).hits
+                defined = {h.path for h in hits if h.name == name}
+                path = defined.pop() if len(defined) == 1 else None
+            if path is not None and path in self.paths:
+                found.append((name, path))
+        return found
 
     def review_points(self) -> list[str]:
         """What code can tell about the current proposal (agents.review_checks)."""
@@ -238,9 +266,9 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
         render=lambda data, complete: render_proposal(
             merge_new_files(data), ctx.paths, complete=complete
         ),
-        # JSON cut off by the token limit cannot be repaired: on seaborn-3010 the 0.5B model's
-        # proposal ran past 600 tokens twice and the session paused. The budget fits five full
-        # steps and their files.
+        # On seaborn-3010 the 0.5B model's proposal ran past 600 tokens twice and the session
+        # paused. The budget fits five full steps and their files; a reply cut off in its
+        # files still keeps the files it finished (providers.base.salvage).
         max_tokens=PROPOSAL_TOKENS,
     )
     _store_citations(ctx, message)
@@ -459,11 +487,12 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     proposal_md = render_proposal(ctx.state.proposal, ctx.paths)
     request = (
         "Write the final implementation plan as JSON. summary: a short paragraph on what the "
-        "change does and why. decisions: the design choices, each with its reason. steps: "
+        "change does and why. effort: size S, M, L or XL and an estimate such as '2-3 days'. "
+        "decisions: the design choices, each with its reason. steps: "
         f"ordered, each with a title, a detail citing {_cite(ctx)}, and its files. "
         f"{_files_rule(ctx)} testing: the concrete tests to add or run. risks: the concrete "
-        "failure cases of this change and how to guard against them. effort: size S, M, L "
-        "or XL and an estimate such as '2-3 days'. " + language_rule(ctx.session.language)
+        "failure cases of this change and how to guard against them. "
+        + language_rule(ctx.session.language)
     )
     prompt = "\n\n".join(
         [

@@ -167,29 +167,129 @@ def parse_structured(text: str, schema: type[T]) -> T:
 
 
 def structured_reply(
-    messages: list[ChatMessage], schema: type[T], complete: Callable[[list[ChatMessage]], str]
+    messages: list[ChatMessage],
+    schema: type[T],
+    complete: Callable[[list[ChatMessage]], str],
+    on_salvage: Callable[[str], None] | None = None,
 ) -> T:
     """The one repair path for structured output. `complete(messages)` makes one call and
-    returns its raw JSON text (streaming it wherever the caller wants on the way). Invalid
-    JSON is shown back to the model once; a second failure raises InvalidStructuredOutput."""
-    text = complete(messages)
+    returns its raw JSON text (streaming it wherever the caller wants on the way). A reply cut
+    off at its token limit keeps its complete part when that validates (`salvage`; the caller
+    hears what was lost through `on_salvage`). Other invalid JSON is shown back to the model
+    once; a second failure raises InvalidStructuredOutput."""
+    for attempt in range(2):
+        text = complete(messages)
+        try:
+            return parse_structured(text, schema)
+        except InvalidStructuredOutput as exc:
+            kept = salvage(text, schema)
+            if kept is not None:
+                value, lost = kept
+                if on_salvage is not None:
+                    on_salvage(lost)
+                return value
+            if attempt:
+                raise
+            # Small models often get it right when shown their own mistake. The original
+            # messages stay first so a prompt cache still holds them; the correction comes
+            # last. Usage keeps counting across both calls.
+            messages = [*messages, *repair_messages(text, exc)]
+    raise AssertionError("unreachable")
+
+
+def cut_off(text: str) -> bool:
+    """Whether `text` is JSON that stops before its end (a reply cut at its token limit)."""
+    from pydantic_core import from_json
+
     try:
-        return parse_structured(text, schema)
-    except InvalidStructuredOutput as exc:
-        # Small models often get it right when shown their own mistake. The original messages
-        # stay first so a prompt cache still holds them; the correction comes last. Usage
-        # keeps counting across both calls.
-        return parse_structured(complete([*messages, *repair_messages(text, exc)]), schema)
+        from_json(text)
+    except ValueError as exc:
+        return str(exc).startswith("EOF while parsing")
+    return False
+
+
+_MAX_SALVAGE_STEPS = 32
+
+
+def salvage(text: str, schema: type[T]) -> tuple[T, str] | None:
+    """The complete part of a cut-off JSON reply as `schema`, and what was lost; None when the
+    reply was not cut off or its complete part does not make an object. An unfinished string
+    or item is dropped; a list the reply never reached is empty. Anything else the schema
+    requires must be there: a plan without its summary is not salvaged."""
+    from pydantic import ValidationError
+    from pydantic_core import from_json
+
+    if not cut_off(text):
+        return None
+    value = from_json(text, allow_partial=True)  # unfinished strings and keys left out
+    if not isinstance(value, dict):
+        return None
+    lost: list[str] = []
+    for _ in range(_MAX_SALVAGE_STEPS):
+        try:
+            salvaged = schema.model_validate(value)
+        except ValidationError as exc:
+            errors = exc.errors()
+        else:
+            # Nothing of what the reply was for survived (its first item was cut): ask again.
+            lists = [k for k in schema.model_fields if _is_list(schema, k)]
+            if lists and not any(getattr(salvaged, k) for k in lists):
+                return None
+            return salvaged, "; ".join(lost)
+        unreached = [
+            e["loc"][0]
+            for e in errors
+            if e["type"] == "missing" and len(e["loc"]) == 1 and _is_list(schema, e["loc"][0])
+        ]
+        if unreached:
+            for key in unreached:
+                value[str(key)] = []
+            lost.append("never reached: " + ", ".join(str(k) for k in unreached))
+            continue
+        dropped = _drop_unfinished_item(value, [e["loc"] for e in errors])
+        if dropped is None:
+            return None
+        lost.append(f"unfinished item dropped: {dropped}")
+    return None
+
+
+def _is_list(schema: type[BaseModel], key: object) -> bool:
+    field = schema.model_fields.get(str(key))
+    if field is None:
+        return False
+    annotation = field.annotation
+    return getattr(annotation, "__origin__", annotation) is list
+
+
+def _drop_unfinished_item(value: Any, locations: list[tuple[Any, ...]]) -> str | None:
+    """Drop the item an error points into when it is the last of its list (where a cut-off
+    reply stopped); "path[n]" of what was dropped, None when no error is in such an item."""
+    for loc in locations:
+        for depth in range(len(loc) - 1, -1, -1):
+            if not isinstance(loc[depth], int):
+                continue
+            container: Any = value
+            for key in loc[:depth]:
+                container = container[key]
+            if isinstance(container, list) and loc[depth] == len(container) - 1:
+                container.pop()
+                return ".".join(str(k) for k in loc[:depth]) + f"[{loc[depth]}]"
+            break
+    return None
 
 
 def repair_messages(bad_text: str, error: InvalidStructuredOutput) -> list[ChatMessage]:
     """The two turns that show a model its invalid JSON and ask for a corrected object."""
     shown = bad_text if len(bad_text) <= 4000 else bad_text[:4000] + " ..."
-    return [
-        ChatMessage("assistant", shown),
-        ChatMessage(
-            "user",
+    if cut_off(bad_text):
+        # Most often the token limit: asking for the same again would run into it again.
+        ask = (
+            "That JSON is not valid: it stops before the object ends. Reply again with the "
+            "whole JSON object, shorter: fewer items and shorter texts."
+        )
+    else:
+        ask = (
             f"That JSON is not valid: {error.problems}. "
-            "Reply again with only the corrected JSON object.",
-        ),
-    ]
+            "Reply again with only the corrected JSON object."
+        )
+    return [ChatMessage("assistant", shown), ChatMessage("user", ask)]

@@ -5,7 +5,7 @@ a step on `find_symbol None`."""
 import pytest
 from channels.db import database_sync_to_async
 
-from agents.investigation.session import copies_the_guide, default_steps
+from agents.investigation.session import copies_the_guide, default_steps, frame_names
 from agents.providers.fake import FakeProvider
 from conversations.models import Message
 from tests.conversations.conftest import jobs_drained, start  # noqa: F401 (fixtures)
@@ -20,6 +20,52 @@ TASK = (
 def test_the_default_plan_looks_up_the_tasks_names_not_python_builtins():
     looked_up = [s.argument for s in default_steps(TASK) if s.tool == "find_symbol"]
     assert looked_up == ["ClassDiagram", "get_annotation"]
+
+
+# seaborn-2848's traceback (IPython's format, cut down): the error surfaced in
+# `_lookup_single`, in seaborn/_core.py at the reporter's version, seaborn/_oldcore.py here.
+TRACEBACK_TASK = """PairGrid errors with `hue` assigned in `map`
+```
+KeyError                                  Traceback (most recent call last)
+<ipython-input-3-abc> in <module>
+----> 1 g.map(sns.scatterplot, hue=iris["species"])
+
+~/envs/py3.9/lib/python3.8/site-packages/seaborn/axisgrid.py in map(self, func, **kwargs)
+   1263         row_indices, col_indices = np.indices(self.axes.shape)
+-> 1265         self._map_bivariate(func, indices, **kwargs)
+
+~/envs/py3.9/lib/python3.8/site-packages/seaborn/_core.py in _lookup_single(self, key)
+    149                 normed = self.norm(key)
+
+~/envs/py3.9/lib/python3.8/site-packages/pandas/core/series.py in _get_value(self, label)
+   1000         return self.index.get_value(self, label)
+```"""
+SEABORN = ["seaborn/__init__.py", "seaborn/_oldcore.py", "seaborn/axisgrid.py", "setup.py"]
+
+
+def test_the_default_plan_looks_up_where_a_traceback_failed_in_the_codebase_first():
+    steps = [s for s in default_steps(TRACEBACK_TASK, SEABORN) if s.tool == "find_symbol"]
+    # The innermost frame of ours, though its file moved since; not pandas's frame below it,
+    # not the script's `<module>`.
+    assert steps[0].argument == "_lookup_single"
+    assert steps[0].why == "where the traceback failed: _lookup_single"
+    assert "_get_value" not in [s.argument for s in steps]
+    # Without the codebase's files no frame is known to be ours.
+    assert "_lookup_single" not in [s.argument for s in default_steps(TRACEBACK_TASK)]
+
+
+def test_a_traceback_into_a_file_of_the_codebase_counts_without_a_package():
+    task = (
+        "Crash:\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/proj/tools/build.py", line 9, in run_build\n'
+        "    compile_all()\n"
+        '  File "/usr/lib/python3/json/decoder.py", line 3, in decode\n'
+        "    raise ValueError\n"
+        "ValueError: boom"
+    )
+    assert frame_names(task, ["tools/build.py", "README.md"]) == ["run_build"]
+    assert frame_names(task, ["tools/other.py"]) == []
 
 
 def test_steps_that_copy_the_tool_guide_are_not_run():

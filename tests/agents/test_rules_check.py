@@ -33,7 +33,7 @@ def session(user):
 def test_invalid_json_is_repaired_once_and_unknown_rules_are_dropped(session):
     FakeProvider.script(
         "fake",
-        '{"violations": [{"rule": 1',  # cut off: shown back to the model once
+        '{"violations": [{"rule": 1',  # cut off in its only item: asked again, shorter
         {"violations": [
             {"rule": 1, "explanation": "Edits legacy/auth.py."},
             {"rule": 1, "explanation": "Said twice."},
@@ -46,7 +46,7 @@ def test_invalid_json_is_repaired_once_and_unknown_rules_are_dropped(session):
     )
 
     calls = FakeProvider.calls("fake")
-    assert len(calls) == 2 and "That JSON is not valid" in calls[1].prompt
+    assert len(calls) == 2 and "stops before the object ends" in calls[1].prompt
     assert "R1 [critical]: Never touch legacy/\nR2: Add a test per change." in calls[0].prompt
     assert [(v["label"], v["explanation"]) for v in result["violations"]] == [
         ("R1", "Edits legacy/auth.py.")

@@ -1,10 +1,13 @@
 """agents.turns without a websocket: budget, retries, the fallback, redone echoes and the
 structured-output repair, on a session row."""
 
+import json
+
 import pytest
 
 from agents import call_policy, turns
 from agents.errors import BudgetSpent
+from agents.models import LLMCall
 from agents.providers.base import CallOptions, ChatMessage, ProviderError, RetryableError
 from agents.providers.fake import FailAfter, FakeProvider
 from agents.schemas import Proposal, TurnSignal
@@ -194,17 +197,52 @@ def propose(session):
 def test_a_structured_turn_shows_the_model_its_invalid_json_once_then_keeps_the_valid_one(
     session,
 ):
-    FakeProvider.script("fake", '{"summary": "Throttle', GOOD_PROPOSAL)
+    FakeProvider.script("fake", '{"summary": 1}', GOOD_PROPOSAL)
     message, proposal = propose(session)
 
     first, second = FakeProvider.calls("fake", text=False)
     assert first.messages == tuple(PROMPT)
     assert second.messages[: len(PROMPT)] == tuple(PROMPT)
-    assert second.messages[-2] == ChatMessage("assistant", '{"summary": "Throttle')
+    assert second.messages[-2] == ChatMessage("assistant", '{"summary": 1}')
     assert "That JSON is not valid" in second.messages[-1].content
     assert proposal == Proposal.model_validate(GOOD_PROPOSAL)
     assert message.data == GOOD_PROPOSAL
     assert message.content == "**Proposal.** Throttle failed logins."
+
+
+def test_a_reply_cut_off_in_its_last_list_keeps_its_finished_items_without_another_call(
+    session,
+):
+    two_files = {
+        **GOOD_PROPOSAL,
+        "files": [*GOOD_PROPOSAL["files"], {"path": "app/limits.py", "action": "create",
+                                             "reason": "the counter"}],
+    }  # fmt: skip
+    text = json.dumps(two_files)
+    cut = text[: text.index('"action": "create"') + len('"action": "cre')]
+    FakeProvider.script("fake", cut, GOOD_PROPOSAL)
+    message, proposal = propose(session)
+
+    assert proposal == Proposal.model_validate(GOOD_PROPOSAL)  # the unfinished file left out
+    assert FakeProvider.pending("fake") == 1  # no repair call
+    (call,) = LLMCall.objects.filter(session=session)
+    assert call.outcome == LLMCall.Outcome.CUT_OFF
+    assert call.note == "unfinished item dropped: files[1]"
+
+
+def test_a_reply_cut_off_in_its_first_item_is_asked_again_shorter(session):
+    cut = json.dumps(GOOD_PROPOSAL)[:60]  # inside the first step
+    FakeProvider.script("fake", cut, GOOD_PROPOSAL)
+    message, proposal = propose(session)
+
+    first, second = FakeProvider.calls("fake", text=False)
+    assert second.messages[-2] == ChatMessage("assistant", cut)
+    assert "stops before the object ends" in second.messages[-1].content
+    assert "shorter" in second.messages[-1].content
+    assert proposal == Proposal.model_validate(GOOD_PROPOSAL)
+    outcomes = list(LLMCall.objects.filter(session=session).order_by("pk").values_list(
+        "outcome", flat=True))  # fmt: skip
+    assert outcomes == ["repaired", "ok"]
 
 
 def test_a_structured_turn_invalid_twice_fails_the_turn_without_a_third_call(session):

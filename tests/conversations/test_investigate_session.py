@@ -287,3 +287,38 @@ async def test_a_step_names_a_definition_it_was_shown_and_cites_its_line(start, 
     )
     assert step["files"] == ["todo/auth.py"]
     await client.close()
+
+
+TRACEBACK_TASK = """Logging in crashes when the todo file is empty:
+Traceback (most recent call last):
+  File "/srv/venv/lib/python3.11/site-packages/todo/auth.py", line 259, in user_for
+    todos = storage.list_for(username)
+  File "/srv/venv/lib/python3.11/site-packages/todo/storage.py", line 321, in _load
+    return [Todo(**row) for row in json.loads(self.path.read_text())]
+  File "/usr/lib/python3.11/json/__init__.py", line 346, in loads
+    return _default_decoder.decode(s)
+json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)"""
+
+
+async def test_the_file_a_pasted_traceback_fails_in_is_in_the_plan_whatever_the_model_chose(
+    start, user
+):
+    FakeProvider.script(
+        "fake", "Tokens are in `todo/auth.py:1`.", evidence_plan(), proposal(), "Fine."
+    )
+    session = await start(task=TRACEBACK_TASK)
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human", node="checkpoint")
+    state = await database_sync_to_async(PlanningState.objects.get)(session=session)
+    # The model named auth.py, the caller; the error surfaced in storage.py's `_load` (the
+    # innermost frame in this codebase; json's frame below it is not ours).
+    assert [(f["path"], f["reason"]) for f in state.proposal["files"]] == [
+        ("todo/auth.py", "TokenStore lives here"),
+        ("todo/storage.py", "The reported traceback fails here, in `_load`; added by the app."),
+    ]
+    items = await database_sync_to_async(evidence_messages)(session)
+    assert ("find_symbol", "_load") in [
+        (m.data["evidence"]["tool"], m.data["evidence"]["argument"]) for m in items
+    ]
+    await client.close()

@@ -1,9 +1,12 @@
 """Agent B's objections are checked against the evidence before Agent A revises: the verdicts
 are shown, and only the objections kept (or updated) reach A's next prompt."""
 
+import json
+
 import pytest
 from channels.db import database_sync_to_async
 
+from agents.models import LLMCall
 from agents.providers.fake import FakeProvider
 from conversations.models import Message
 from tests.conversations.test_investigate_session import TASK, evidence_plan
@@ -137,4 +140,36 @@ async def test_in_a_debate_agent_a_answers_only_the_verified_objections(start, u
         lambda: Message.objects.get(session=session, node="verify")
     )()
     assert verdict.turn_key == "verify:2" and "2. discarded" in verdict.content
+    await client.close()
+
+
+async def test_verdicts_cut_off_at_their_token_limit_keep_the_ones_finished(start, user):
+    """The verdict list a small model runs past its budget on keeps its finished verdicts; the
+    objection it did not finish judging is kept, unjudged, and no call is made again."""
+    whole = json.dumps(verdicts((1, "discard", "E1 shows a dict, not Redis"), (2, "keep", "E1")))
+    cut = whole[: whole.index('"keep"') + 4]
+    FakeProvider.script(
+        "fake",
+        "TokenStore is in `todo/auth.py:1`.",
+        evidence_plan(),
+        proposal("todo/auth.py"),
+        f"Two problems:\n1. {UNGROUNDED}\n2. {GROUNDED}",
+        cut,
+    )
+    session = await start(task=TASK)
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human", node="checkpoint")
+
+    checked = await database_sync_to_async(
+        lambda: Message.objects.get(session=session, node="verify").data["verdicts"]
+    )()
+    assert [(c["verdict"], c["reason"]) for c in checked] == [
+        ("discard", "E1 shows a dict, not Redis"),
+        ("keep", "not judged"),
+    ]
+    calls = await database_sync_to_async(
+        lambda: list(LLMCall.objects.filter(session=session, purpose="Verdicts"))
+    )()
+    assert [c.outcome for c in calls] == [LLMCall.Outcome.CUT_OFF]
     await client.close()
