@@ -155,3 +155,22 @@ def without_repeated_steps(data: dict[str, Any]) -> dict[str, Any]:
             seen.add(key)
         kept.append(step)
     return {**data, "steps": kept} if len(kept) < len(steps) else data
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+
+
+def without_copied_sentences(text: str, source: str) -> str:
+    """`text` without its sentences that copy `source` (at least ECHO_SHARE of their word
+    3-grams are there): a plan step that pastes the app's own check ("[E5] finds `iris`
+    defined at …; the proposal changes nothing in that file.") after its real content."""
+    theirs = shingles(source)
+    if not theirs or not text:
+        return text
+    kept = []
+    for sentence in _SENTENCE_END.split(text[:MAX_CHARS]):
+        mine = shingles(sentence)
+        if len(mine) >= SHINGLE_WORDS and len(mine & theirs) >= ECHO_SHARE * len(mine):
+            continue
+        kept.append(sentence)
+    return " ".join(kept).strip()

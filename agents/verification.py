@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from agents.citations import extract_citations
 from agents.echoes import ECHO_SHARE, MIN_WORDS, copied_share, shingles
@@ -129,6 +130,23 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict] = Field(max_length=MAX_OBJECTIONS)
 
 
+@lru_cache(maxsize=MAX_OBJECTIONS)
+def verdicts_schema(count: int) -> type[Verdicts]:
+    """Verdicts held to `count` objections: numbers 1…count, at most `count` verdicts. The 0.5B
+    model judged objections 2, 3 and 4 of a review that had one, and ran out of tokens."""
+    numbers = Literal.__getitem__(tuple(range(1, max(count, 1) + 1)))  # type: ignore[attr-defined]
+    verdict = create_model(
+        "Verdict",
+        __base__=Verdict,
+        objection=(numbers, Field(description="The objection's number.")),  # type: ignore[arg-type]
+    )
+    return create_model(
+        "Verdicts",
+        __base__=Verdicts,
+        verdicts=(list[verdict], Field(max_length=max(count, 1))),  # type: ignore[valid-type]
+    )
+
+
 @dataclass(frozen=True)
 class Checked:
     objection: str
@@ -223,7 +241,11 @@ def verify_objections(
     note = ""
     try:
         reply = structured_call(
-            session, get_provider(agent.profile), verify_prompt(items, evidence), Verdicts, options
+            session,
+            get_provider(agent.profile),
+            verify_prompt(items, evidence),
+            verdicts_schema(len(items)),
+            options,
         )
         by_number = {v.objection: v for v in reply.verdicts}
     except BudgetSpent:

@@ -18,7 +18,7 @@ from agents.citations import (
     sources_of,
 )
 from agents.decision_log import decision_log
-from agents.echoes import is_copied, without_repeated_steps
+from agents.echoes import is_copied, without_copied_sentences, without_repeated_steps
 from agents.investigation.evidence import Evidence, candidate_paths, evidence_context
 from agents.investigation.session import failed_frames, load_evidence, profile_summary
 from agents.investigation.session import investigate as run_investigation
@@ -485,6 +485,7 @@ def proposal_problems(
 
 def finalize_plan(ctx: NodeContext) -> NodeResult:
     proposal_md = render_proposal(ctx.state.proposal, ctx.paths)
+    points = ctx.review_points()
     request = (
         "Write the final implementation plan as JSON. summary: a short paragraph on what the "
         "change does and why. effort: size S, M, L or XL and an estimate such as '2-3 days'. "
@@ -500,7 +501,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
             f"Task: {ctx.session.task}{ctx.notes()}",
             f"Approved proposal:\n{proposal_md}",
             f"Reviewer's critique:\n{ctx.state.review}" if ctx.state.review else "",
-            checks_block(ctx.review_points()),
+            checks_block(points),
             request,
         ]
     )
@@ -520,7 +521,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     )
     _store_citations(ctx, message)
     drafted = ctx.fill_files(draft.model_dump())
-    data = without_copies(drafted, request, ctx.test_command())
+    data = without_copies(drafted, request, ctx.test_command(), points)
     _note_left_out(ctx, message, drafted, data, what="the plan")
     data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
     data = with_step_files(data, ctx.paths)
@@ -537,14 +538,18 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     return NodeResult({})
 
 
-def without_copies(data: dict[str, Any], request: str, test_command: str) -> dict[str, Any]:
+def without_copies(
+    data: dict[str, Any], request: str, test_command: str, checks: list[str] | None = None
+) -> dict[str, Any]:
     """The plan with every field that copies the request's own words taken out: the 0.5B model
     writes "Two or three sentences on what changes and why." as the summary and paraphrases
     "the concrete tests to add or run" as its Testing. A plan shows nothing rather than the
     prompt; where code knows better, it fills the gap (the summary from the steps' titles, the
-    tests from the codebase's test command)."""
+    tests from the codebase's test command). Sentences that paste the app's `checks` (shown
+    to the model as facts, not as text for the plan) are taken out of every field: both local
+    models appended them to each step, reason and test."""
     prose = ("summary", "decisions", "testing", "risks")  # a proposal has only the summary
-    out = dict(data)
+    out = _without_checks(dict(data), "\n".join(checks or []))
     for key in prose:
         value = out.get(key)
         if isinstance(value, str) and is_copied(value, request):
@@ -559,6 +564,31 @@ def without_copies(data: dict[str, Any], request: str, test_command: str) -> dic
         out["testing"] = [
             f"Add a test that reproduces the task's problem and fails before the change; run {run}."
         ]
+    return out
+
+
+def _without_checks(data: dict[str, Any], checks: str) -> dict[str, Any]:
+    if not checks:
+        return data
+
+    def clean(text: Any) -> Any:
+        return without_copied_sentences(text, checks) if isinstance(text, str) else text
+
+    out = dict(data)
+    for key in ("summary", "decisions", "testing", "risks"):
+        value = out.get(key)
+        if isinstance(value, list):
+            out[key] = [c for c in (clean(v) for v in value) if c]
+        elif isinstance(value, str):
+            out[key] = clean(value)
+    for key, fields in (("steps", ("title", "detail")), ("files", ("reason",))):
+        if isinstance(out.get(key), list):
+            out[key] = [
+                {**item, **{f: clean(item.get(f)) for f in fields if f in item}}
+                if isinstance(item, dict)
+                else item
+                for item in out[key]
+            ]
     return out
 
 

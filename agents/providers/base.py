@@ -235,7 +235,7 @@ def salvage(text: str, schema: type[T]) -> tuple[T, str] | None:
             lists = [k for k in schema.model_fields if _is_list(schema, k)]
             if lists and not any(getattr(salvaged, k) for k in lists):
                 return None
-            return salvaged, "; ".join(lost)
+            return salvaged, "; ".join(lost) or "cut off after its last complete item"
         unreached = [
             e["loc"][0]
             for e in errors

@@ -58,3 +58,45 @@ def test_a_proposal_summary_that_copies_its_request_is_rebuilt_from_the_steps():
     cleaned = without_copies(proposal, request, "")
     assert cleaned["summary"] == "The change, step by step: Drop missing rows in PolyFit."
     assert "testing" not in cleaned  # a proposal has no Testing section to fill
+
+
+# The app's checks of the proposal, as finalize_plan shows them to the model, and a plan that
+# pastes one after its own words (local-1.5b on seaborn-2848, in every step, reason and test).
+CHECKS = [
+    "[E5] finds `iris` defined at `examples/jitter_stripplot.py:11-11`; the proposal changes "
+    "nothing in that file.",
+    "No test file changes, though `seaborn/_core/plot.py`, which changes, has tests: "
+    "`tests/_core/test_plot.py`.",
+]
+PASTED = " [E5] finds `iris` defined at `examples/jitter_stripplot.py:11-11]; the proposal changes nothing in that file."  # noqa: E501
+
+
+def test_sentences_that_paste_the_apps_checks_are_taken_out_of_every_field():
+    plan = {
+        "summary": "Map hue levels through the palette before lookup." + PASTED,
+        "decisions": ["Keep the lookup table." + PASTED],
+        "steps": [
+            {
+                "title": "Look up hue levels",
+                "detail": "In `_lookup_single`, use the norm." + PASTED,
+                "files": ["seaborn/_oldcore.py"],
+            },
+        ],  # fmt: skip
+        "files": [
+            {"path": "seaborn/_oldcore.py", "action": "modify", "reason": "Lookup." + PASTED}
+        ],
+        "testing": [
+            "test_pairgrid_hue_in_map: categorical hue passed to map() draws without KeyError.",
+            CHECKS[1],  # the whole item is a check
+        ],
+        "risks": [],
+    }
+    cleaned = without_copies(plan, REQUEST, "pytest", CHECKS)
+    assert cleaned["summary"] == "Map hue levels through the palette before lookup."
+    assert cleaned["decisions"] == ["Keep the lookup table."]
+    assert cleaned["steps"][0]["detail"] == "In `_lookup_single`, use the norm."
+    assert cleaned["steps"][0]["files"] == ["seaborn/_oldcore.py"]
+    assert cleaned["files"][0]["reason"] == "Lookup."
+    assert cleaned["testing"] == [plan["testing"][0]]
+    # Without checks nothing is taken out.
+    assert without_copies(plan, REQUEST, "pytest")["steps"] == plan["steps"]

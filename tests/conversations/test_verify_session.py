@@ -73,6 +73,10 @@ async def test_only_the_objection_the_evidence_supports_reaches_agent_a(start, u
     structured = FakeProvider.calls("fake", text=False)
     check = structured[2]
     assert check.schema.__name__ == "Verdicts"
+    # Held to the two objections: numbers 1 and 2, at most two verdicts.
+    shape = check.schema.model_json_schema()
+    assert shape["properties"]["verdicts"]["maxItems"] == 2
+    assert shape["$defs"]["Verdict"]["properties"]["objection"]["enum"] == [1, 2]
     # A numbered list cut by code, and the evidence summarised, in one small call.
     assert f"1. {GROUNDED}\n2. {UNGROUNDED}" in check.prompt
     assert "[E1] find_symbol(TokenStore)" in check.prompt
