@@ -41,6 +41,9 @@ class Definition:
     """1-based and inclusive, decorators and `export` included."""
     container: str = ""
     """The definitions it sits in, outermost first, joined by "." (`Cart`, `Outer.Inner`)."""
+    bases: tuple[str, ...] = ()
+    """A class's bases as written (`Base`, `mixins.Timestamped`): Python's and JS/TS's
+    `extends`; what `Session.close` follows to the mixin defining `close`."""
 
     @property
     def qualified_name(self) -> str:
@@ -91,7 +94,8 @@ _PY = Grammar(
     definitions="""
         (class_definition name: (identifier) @name) @def.class
         (function_definition name: (identifier) @name) @def.function
-        (module (expression_statement (assignment left: (identifier) @name) @def.variable))
+        (module (expression_statement (assignment) @module.assign))
+        (module [(if_statement) (try_statement) (with_statement)] @module.block)
     """,
     references="(identifier) @ref",
     imports="(import_statement) @import (import_from_statement) @from",
@@ -105,6 +109,10 @@ _JS_DEFINITIONS = """
     (method_definition name: (_) @name) @def.method
     (variable_declarator name: (identifier) @name
         value: [(arrow_function) (function_expression) (generator_function)]) @def.function
+    (program (lexical_declaration (variable_declarator name: (identifier) @name) @def.variable))
+    (program (variable_declaration (variable_declarator name: (identifier) @name) @def.variable))
+    (program (export_statement
+        declaration: (lexical_declaration (variable_declarator name: (identifier) @name) @def.variable)))
 """
 _JS_IMPORTS = """
     (import_statement source: (string) @source)
@@ -297,18 +305,23 @@ def extract(path: str, text: str, language: str) -> FileSymbols | None:
     root = _parser(name).parse(data).root_node
     grammar = GRAMMARS[name]
     result = FileSymbols(language=name)
-    name_nodes: set[int] = set()
+    by_name: dict[int, Definition] = {}
+    """One definition per name node: a `const f = () => …` is a function, not also a variable."""
     import_captures: dict[str, list[ts.Node]] = {}
     for _, captures in ts.QueryCursor(compiled.structure).matches(root):
         if any(key.startswith("def.") for key in captures):
             definition = _definition(name, grammar, captures)
             if definition is not None:
-                result.definitions.append(definition[0])
-                name_nodes.add(definition[1])
+                _keep(by_name, *definition)
+        elif "module.assign" in captures or "module.block" in captures:
+            for node in [*captures.get("module.assign", []), *captures.get("module.block", [])]:
+                for found in _module_names(node):
+                    _keep(by_name, *found)
         else:
             for key, nodes in captures.items():
                 import_captures.setdefault(key, []).extend(nodes)
-    result.definitions.sort(key=lambda d: (d.start_line, -d.end_line))
+    name_nodes = set(by_name)
+    result.definitions = sorted(by_name.values(), key=lambda d: (d.start_line, -d.end_line))
     seen: set[tuple[str, int]] = set()
     for node in ts.QueryCursor(compiled.references).captures(root).get("ref", []):
         if node.start_byte in name_nodes:
@@ -341,10 +354,98 @@ def _definition(
         kind = "method"
     if kind == "variable" and _text(name_node).isupper():
         kind = "constant"
-    return (
-        Definition(_text(name_node), kind, _first_line(node, grammar), _end_line(node), container),
-        name_node.start_byte,
-    )
+    bases = _bases(language, node) if kind == "class" else ()
+    first, last = _first_line(node, grammar), _end_line(node)
+    return Definition(_text(name_node), kind, first, last, container, bases), name_node.start_byte
+
+
+_DATA_KINDS = frozenset({"variable", "constant"})
+
+
+def _keep(by_name: dict[int, Definition], definition: Definition, name_start: int) -> None:
+    """Record `definition` unless its name is known already with a finer kind than a
+    variable's."""
+    known = by_name.get(name_start)
+    if known is None or (known.kind in _DATA_KINDS and definition.kind not in _DATA_KINDS):
+        by_name[name_start] = definition
+
+
+_MODULE_BRANCHES = frozenset({"if_statement", "elif_clause", "else_clause", "try_statement",
+                              "except_clause", "except_group_clause", "finally_clause",
+                              "with_statement", "block", "expression_statement"})  # fmt: skip
+"""Where a Python module still defines its own names: a compatibility module's
+`if PY2: text_type = unicode else: text_type = str`, `try: … except ImportError: …`."""
+_PATTERNS = frozenset({"pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern"})
+_NOT_DEFINITIONS = frozenset({"__all__"})
+"""Module-level names that say something about the module rather than define a thing."""
+
+
+def _module_names(node: ts.Node) -> list[tuple[Definition, int]]:
+    """The names a module-level Python statement assigns (in its branches too, never inside a
+    function or class), each with the start byte of its name."""
+    found: list[tuple[Definition, int]] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "assignment":
+            found.extend(_assigned(current))
+        elif current.type in _MODULE_BRANCHES:
+            stack.extend(current.named_children)
+    return found
+
+
+def _assigned(assignment: ts.Node) -> list[tuple[Definition, int]]:
+    """`a = b = 1`, `x, (y, *z) = f()`, `FOO: int = 3`: one definition per name bound."""
+    first, last = assignment.start_point.row + 1, _end_line(assignment)
+    targets: list[ts.Node] = []
+    current: ts.Node | None = assignment
+    while current is not None and current.type == "assignment":
+        left = current.child_by_field_name("left")
+        stack = [left] if left is not None else []
+        while stack:
+            target = stack.pop()
+            if target.type == "identifier":
+                targets.append(target)
+            elif target.type in _PATTERNS:
+                stack.extend(target.named_children)
+        current = current.child_by_field_name("right")
+    found = []
+    for target in targets:
+        name = _text(target)
+        if name not in _NOT_DEFINITIONS:
+            kind = "constant" if name.isupper() else "variable"
+            found.append((Definition(name, kind, first, last), target.start_byte))
+    return found
+
+
+def _bases(language: str, node: ts.Node) -> tuple[str, ...]:
+    """A class's bases as written; keyword arguments (`metaclass=…`), `implements` and
+    generic arguments left out."""
+    written: list[ts.Node] = []
+    if language == "python":
+        arguments = node.child_by_field_name("superclasses")
+        written.extend(arguments.named_children if arguments is not None else [])
+    elif language == "java":
+        superclass = node.child_by_field_name("superclass")
+        written.extend(superclass.named_children if superclass is not None else [])
+    else:
+        for heritage in (c for c in node.named_children if c.type == "class_heritage"):
+            for child in heritage.named_children:
+                if child.type == "extends_clause":
+                    value = child.child_by_field_name("value")
+                    written.extend([value] if value is not None else [])
+                elif child.type != "implements_clause":
+                    written.append(child)
+    names = [_text(_plain(n)) for n in written if n.type != "keyword_argument"]
+    return tuple(n for n in names if n and all(p.isidentifier() for p in n.split(".")))
+
+
+def _plain(node: ts.Node) -> ts.Node:
+    """`Generic[T]` → `Generic`, `Base<T>` → `Base`."""
+    if node.type in ("subscript", "generic_type"):
+        inner = node.child_by_field_name("value") or node.named_child(0)
+        return inner if inner is not None else node
+    return node
 
 
 def _go_named_struct_or_interface(type_spec: ts.Node) -> bool:

@@ -67,6 +67,7 @@ def test_it_reads_typescript_definitions_and_imports():
     assert defs(result) == {
         ("Shop", "class", 7, 11),
         ("Shop.total", "method", 8, 10),
+        ("app", "variable", 13, 13),  # `export const app = express();`
     }
     assert [i.module for i in result.imports] == [
         "express",
@@ -178,3 +179,83 @@ def test_a_declaration_group_does_not_stretch_its_members_lines():
         ("b", 2, 2),
         ("c", 3, 3),
     ]
+
+
+COMPAT = """import sys
+__all__ = ["text_type"]
+PY2 = sys.version_info[0] == 2
+if PY2:
+    text_type = unicode
+else:
+    text_type = str
+try:
+    import simplejson as json
+except ImportError:
+    json = None
+a = b = 1
+x, (y, *rest) = f()
+FOO: int = 3
+obj.attr = 4
+
+
+class Base:
+    field = 1
+
+    def run(self):
+        local = 2
+
+
+def helper():
+    inner = 3
+"""
+
+
+def test_module_level_names_are_definitions_in_branches_and_unpacking_too():
+    result = extract("pkg/compat.py", COMPAT, "python")
+    data = sorted(
+        (d.name, d.kind, d.start_line)
+        for d in result.definitions
+        if d.kind in ("variable", "constant")
+    )
+    assert data == [
+        ("FOO", "constant", 14),
+        ("PY2", "constant", 3),
+        ("a", "variable", 12),
+        ("b", "variable", 12),
+        ("json", "variable", 11),
+        ("rest", "variable", 13),
+        ("text_type", "variable", 5),
+        ("text_type", "variable", 7),
+        ("x", "variable", 13),
+        ("y", "variable", 13),
+    ]
+    # `__all__`, an attribute, a class attribute and function locals define nothing here.
+    names = {d.name for d in result.definitions}
+    assert not names & {"__all__", "attr", "field", "local", "inner"}
+    # A module-level name's own spelling is no reference to it.
+    assert ("text_type", 7) not in result.references
+
+
+def test_a_class_keeps_its_bases_as_written():
+    text = "class Session(mixins.Closing, Base, Generic[T], metaclass=Meta):\n    pass\n"
+    assert extract("a.py", text, "python").definitions[0].bases == (
+        "mixins.Closing",
+        "Base",
+        "Generic",
+    )
+    ts_text = "export class A extends B<T> implements I {}\nclass C extends lib.D {}\n"
+    assert [d.bases for d in extract("a.ts", ts_text, "typescript").definitions] == [
+        ("B",),
+        ("lib.D",),
+    ]
+
+
+def test_top_level_javascript_constants_are_definitions_and_functions_stay_functions():
+    text = "export const API_URL = '/api', load = () => 1;\nlet cache = {};\nfunction f() { const local = 1; }\n"
+    found = {(d.name, d.kind) for d in extract("a.js", text, "javascript").definitions}
+    assert found == {
+        ("API_URL", "constant"),
+        ("load", "function"),
+        ("cache", "variable"),
+        ("f", "function"),
+    }
