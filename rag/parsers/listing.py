@@ -49,6 +49,13 @@ _LINE_CHANGING_NOTES = (
 )
 LINE_WARNINGS = tuple(warning for _, warning in _LINE_CHANGING_NOTES)
 """The warnings that say a pack's line numbers are not the repository's."""
+REPOMIX_SUMMARY = "by repomix"
+"""The pack's summary opens "…combined into a single document by Repomix." (lowercased);
+`--no-file-summary` leaves it out."""
+SECURITY_OFF = "security check has been disabled"
+"""Repomix's note in a pack made with `--no-security-check` (lowercased)."""
+INCLUDE_ONLY = "only files matching these patterns are included"
+"""Repomix's note in a pack made with `--include` (lowercased)."""
 CUT_OFF = "it looks cut off"
 """The words that mark the note about a part with no closing line (`incomplete` finds it)."""
 _COMPRESS_DELIMITER = "\n⋮----\n"
@@ -101,10 +108,16 @@ def listed_paths(text: str, style: str) -> list[str] | None:
     return paths
 
 
+def summary_of(head: str, text: str, style: str) -> str:
+    """The pack's summary (its header and notes), lowercased: where Repomix says which options
+    made it. For JSON, everything before the "files" object."""
+    return (head if style != "repomix-json" else text[: max(text.find('"files"'), 0)]).lower()
+
+
 def pack_notes(head: str, text: str, style: str, files: Sequence[ParsedFile]) -> list[str]:
     """Warnings about the pack as a whole: cut off, or made with options that move lines."""
     notes = []
-    summary = (head if style != "repomix-json" else text[: max(text.find('"files"'), 0)]).lower()
+    summary = summary_of(head, text, style)
     for phrase, warning in _LINE_CHANGING_NOTES:
         compressed_body = phrase.startswith("content") and _compressed(files)
         if phrase in summary or compressed_body:
@@ -135,6 +148,47 @@ def missing_paths(listed: Sequence[str], parsed: Sequence[str]) -> list[str]:
         if path not in have
         and PurePosixPath(path).suffix.lower().lstrip(".") not in BINARY_EXTENSIONS
     ]
+
+
+def left_out(
+    summary: str, listed: Sequence[str], held: Sequence[str], *, cut_off: bool
+) -> tuple[list[str], str]:
+    """Listed text files the pack lacks because Repomix chose to leave them out, and a note
+    naming them and why; ([], "") when none are missing or their absence is not explained.
+
+    Repomix's security check (secretlint, on unless `--no-security-check`) drops files in
+    which it finds a key, token or password, yet its directory listing still names them: an
+    ordinary pack of a real repository often lacks a file or two, and packing again gives the
+    same pack. The pack's summary says only whether the check ran (a "Security check has been
+    disabled" note when it did not), not which files it dropped, so the files missing from a
+    pack whose summary shows the check ran are taken for its work, unless they are most of
+    what it lists (a cut-off or split pack, not a few secrets). With
+    `--include-full-directory-structure` the listing shows the whole repository while the pack
+    holds what `--include` chose ("Only files matching these patterns are included"). Not
+    explained: a pack that ends mid-file, one made with the check off, and one without its
+    summary (nothing says what left the files out). `summary` is `summary_of`'s."""
+    missing = missing_paths(listed, held)
+    if not missing or cut_off or REPOMIX_SUMMARY not in summary:
+        return [], ""
+    if INCLUDE_ONLY in summary:
+        return missing, (
+            "The pack's directory listing shows the whole repository, but the pack holds only "
+            f"the files its --include patterns chose: {len(missing)} listed file(s) are not in "
+            f"it ({_shown(missing)}). Plans cannot see them; widen --include and upload a new "
+            "version to add them."
+        )
+    if SECURITY_OFF in summary:
+        return [], ""
+    if 2 * len(missing) > len(missing_paths(listed, ())):
+        return [], ""
+    return missing, (
+        f"Repomix's security check left {len(missing)} file(s) out of the pack: "
+        f"{_shown(missing)}. The check (on by default) drops files in which it finds "
+        "something like a key, token or password, and the pack's directory listing still "
+        "names them. Plans cannot see these files. If they hold no real secret, pack with "
+        "--no-security-check and upload a new version: this app withholds files holding "
+        "secrets from the agents itself."
+    )
 
 
 def missing_from_listing(listed: Sequence[str], parsed: Sequence[str]) -> str:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from xml.etree import ElementTree
 
-from rag.parsers.listing import listed_paths, pack_notes
+from rag.parsers.listing import CUT_OFF, left_out, listed_paths, pack_notes, summary_of
 from rag.paths import tidy
 
 STYLES = (
@@ -118,9 +118,13 @@ class Pack:
     style: str
     files: list[ParsedFile]
     listed: list[str] | None = None
-    """Files its directory listing names (binaries included), or None when it has no listing."""
+    """Files its directory listing names (binaries included) and it should hold, or None when
+    it has no listing: the files in `left_out` are not among them."""
     warnings: list[str] = field(default_factory=list)
     """What the uploader should know: cut off, compressed, comments removed, …"""
+    left_out: list[str] = field(default_factory=list)
+    """Files its listing names that Repomix chose to leave out of it (listing.left_out): its
+    security check's work, or outside its --include patterns. A note in `warnings` names them."""
 
 
 def parse_repomix(data: bytes | str) -> list[ParsedFile]:
@@ -160,11 +164,19 @@ def parse_pack(data: bytes | str) -> Pack:
         raise PackError(f"Expected at least one file in the {style} pack but found none.")
     parsed = [ParsedFile(path, content) for path, content in files.items()]
     listed = listed_paths(listing, style)
+    warnings = pack_notes(head, text, style, parsed)
+    if listed is None:
+        return Pack(style=style, files=parsed, listed=None, warnings=warnings)
+    tidied = [p for p in map(tidy, listed) if p]
+    cut_off = any(CUT_OFF in note for note in warnings)
+    omitted, note = left_out(summary_of(head, text, style), tidied, list(files), cut_off=cut_off)
+    gone = set(omitted)
     return Pack(
         style=style,
         files=parsed,
-        listed=None if listed is None else [p for p in map(tidy, listed) if p],
-        warnings=pack_notes(head, text, style, parsed),
+        listed=[p for p in tidied if p not in gone],
+        warnings=[*warnings, note] if note else warnings,
+        left_out=omitted,
     )
 
 
