@@ -1,5 +1,6 @@
 """Tiny helpers that read settings from the environment and fail loudly on a bad value."""
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Any, overload
@@ -65,6 +66,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str, default: list[str]) -> list[str]:
+    """Addresses or networks ("10.0.0.2, 10.1.0.0/16"), each checked and written in full."""
+    networks = []
+    for item in env_list(name, default):
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} must list IP addresses or networks (10.0.0.2, 10.1.0.0/16), got {item!r}"
+            ) from None
+    return networks
 
 
 def env_path(name: str, default: Path) -> Path:

@@ -10,6 +10,7 @@ from planagents.env import (
     env_float,
     env_int,
     env_list,
+    env_networks,
     env_nonblank,
     env_path,
     env_redis_url,
@@ -148,6 +149,11 @@ AXES_COOLOFF_TIME = timedelta(minutes=env_int("PLANAGENTS_LOGIN_COOLOFF_MINUTES"
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Behind a reverse proxy every request comes from the proxy: list its addresses (or networks)
+# and the client's address is read from the X-Forwarded-For it writes (planagents.client_ip).
+# From any other address the header is ignored, so a client cannot forge its way around a lockout.
+PLANAGENTS_TRUSTED_PROXIES = env_networks("PLANAGENTS_TRUSTED_PROXIES", [])
+AXES_CLIENT_IP_CALLABLE = "planagents.client_ip.client_ip"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -265,6 +271,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("PLANAGENTS_LOG_LEVEL", "INFO")},
+    "filters": {"refusal": {"()": "planagents.log_filters.RefusalOnOneLine"}},
     "loggers": {
         "django.channels.server": {"level": "WARNING"},
         "faiss.loader": {"level": "WARNING"},
@@ -272,3 +279,8 @@ LOGGING = {
         "axes": {"level": "WARNING"},
     },
 }
+        # A refused upload (101 files, a body over the cap) is the limit working: one line.
+        **{
+            f"django.security.{refusal}": {"filters": ["refusal"]}
+            for refusal in ("TooManyFilesSent", "TooManyFieldsSent", "RequestDataTooBig")
+        },

@@ -8,7 +8,7 @@ no inline script or style at all.
 
 from csp.constants import NONE, SELF
 
-from planagents.env import env_bool, env_int, env_str
+from planagents.env import env_bool, env_int, env_networks, env_str
 from planagents.settings import *  # noqa: F403
 from planagents.settings import MIDDLEWARE, SECRET_KEY
 
@@ -26,6 +26,8 @@ if len(SECRET_KEY) < 50 or SECRET_KEY.startswith("dev-only"):
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
 if env_str("DJANGO_BEHIND_TLS_PROXY", "1") not in ("0", "false", "no"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # A proxy on this machine is the usual deploy; elsewhere, list its addresses.
+    PLANAGENTS_TRUSTED_PROXIES = env_networks("PLANAGENTS_TRUSTED_PROXIES", ["127.0.0.1", "::1"])
 SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31536000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = True
 SECURE_HSTS_PRELOAD = True
