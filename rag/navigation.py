@@ -3,6 +3,8 @@
 
     nav = Navigator(index_folder)
     nav.find_symbol("Cart.total")   # SymbolResult: hits with path:start-end, or suggestions
+    nav.find_symbol("shop/models.py::Cart.total")  # a path, then names; inherited methods too
+    nav.find_text("x = str(x)")     # TextResult: where a quoted line is (given the file texts)
     nav.find_references("total")    # ReferenceResult
     nav.outline("shop/cart.py")     # OutlineResult
     nav.related("shop/cart.py")     # RelatedResult: imports, importers, tests
@@ -21,14 +23,16 @@ import re
 import sqlite3
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from rag import verbatim
 from rag.import_graph import ImportGraph
 from rag.paths import FileSet
 from rag.symbols import FileSymbols
+from rag.verbatim import TextHit
 
 SYMBOLS_FILE = "symbols.sqlite"
 MAX_HITS = 20
@@ -39,7 +43,15 @@ _KIND_ORDER = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 1, "
                "function": 2, "method": 2, "constructor": 3, "module": 3, "macro": 3,
                "constant": 4, "variable": 5}  # fmt: skip
 _ROLE_ORDER = {"source": 0, "test": 1, "config": 2, "docs": 3, "data": 3}
-_QUALIFIER = re.compile(r"::|#|\.")
+_QUALIFIER = re.compile(r"::|#|:|\.")
+_CLASS_KINDS = ("class", "struct", "interface", "trait")
+_RECEIVERS = ("self.", "cls.", "this.")
+MAX_BASES = 40
+"""How many classes a lookup of an inherited method may visit."""
+
+TextSource = Callable[[Sequence[str]], Iterable[tuple[str, str]]]
+"""Given words every wanted file holds, (path, text) of the files that may hold them (more is
+fine, never fewer): how a Navigator reads file texts, which live outside its index folder."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,8 @@ class SymbolHit:
     start_line: int
     end_line: int
     container: str = ""
+    role: str = field(default="", compare=False)
+    """The file's role (source, test, docs, vendored, …), as the index gave it."""
 
     @property
     def qualified_name(self) -> str:
@@ -74,8 +88,47 @@ class SymbolResult:
     hits: list[SymbolHit]
     match: str
     """exact, case-insensitive, spelling (`_` and case aside: resolveUrl for resolve_url),
-    qualified (`Cart.total`), or none."""
+    qualified (`Cart.total`, `shop.models.Cart.total`, `shop/models.py::Cart.total`),
+    inherited (`Session.close` defined on a base or mixin of `Session`), name (the qualifier
+    fits nothing here: these are the definitions of its last part), or none."""
     suggestions: list[str] = field(default_factory=list)
+    total: int = 0
+    note: str = ""
+    """Why a qualified name resolved the way it did, when it was not plainly."""
+
+    @property
+    def found(self) -> bool:
+        return bool(self.hits)
+
+    @property
+    def ambiguous(self) -> bool:
+        """A qualified name several definitions fit."""
+        return self.match in ("qualified", "inherited", "name") and self.total > 1
+
+    @property
+    def message(self) -> str:
+        if self.hits:
+            note = f" {self.note}" if self.note else ""
+            if self.ambiguous:
+                listed = ", ".join(f"`{h.qualified_name}` ({h.location})" for h in self.hits[:5])
+                more = f" and {self.total - 5} more" if self.total > 5 else ""
+                return f"`{self.query}` could mean {self.total} definitions: {listed}{more}.{note}"
+            more = f" (showing {len(self.hits)})" if self.total > len(self.hits) else ""
+            how = "" if self.match == "exact" else f" ({self.match} match)"
+            return f"{self.total} definition(s) of `{self.query}`{how}{more}.{note}"
+        if self.suggestions:
+            # Something close exists: "not defined in this codebase" would be read as a fact
+            # about a name the code may well define under a spelling not tried here.
+            return _not_found(f"No definition matches `{self.query}` as written.", self.suggestions)
+        return f"No symbol named `{self.query}` is defined in this codebase."
+
+
+@dataclass(frozen=True)
+class TextResult:
+    query: str
+    hits: list[TextHit]
+    searched: bool = True
+    """False when the navigator was given no file texts, or the query is no quotable line."""
     total: int = 0
 
     @property
@@ -85,12 +138,12 @@ class SymbolResult:
     @property
     def message(self) -> str:
         if self.hits:
-            more = f" (showing {len(self.hits)})" if self.total > len(self.hits) else ""
-            how = "" if self.match == "exact" else f" ({self.match} match)"
-            return f"{self.total} definition(s) of `{self.query}`{how}{more}."
-        return _not_found(
-            f"No symbol named `{self.query}` is defined in this codebase.", self.suggestions
-        )
+            where = ", ".join(h.location for h in self.hits[:3])
+            more = f" and {self.total - 3} more" if self.total > 3 else ""
+            return f"`{self.query}` appears word for word at {where}{more}."
+        if not self.searched:
+            return f"`{self.query}` was not looked for word for word (no single line of code)."
+        return f"`{self.query}` appears nowhere in this codebase word for word."
 
 
 @dataclass(frozen=True)
@@ -214,6 +267,8 @@ CREATE TABLE defs (name TEXT NOT NULL COLLATE NOCASE, kind TEXT NOT NULL, file I
                    start INTEGER NOT NULL, end INTEGER NOT NULL, container TEXT NOT NULL);
 CREATE TABLE refs (name TEXT NOT NULL, file INTEGER NOT NULL, line INTEGER NOT NULL);
 CREATE TABLE imports (src INTEGER NOT NULL, dst INTEGER NOT NULL);
+CREATE TABLE bases (file INTEGER NOT NULL, name TEXT NOT NULL, container TEXT NOT NULL,
+                    base TEXT NOT NULL, ord INTEGER NOT NULL);
 """
 _INDEXES = """
 CREATE UNIQUE INDEX files_path ON files(path);
@@ -222,6 +277,7 @@ CREATE INDEX defs_file ON defs(file, start);
 CREATE INDEX refs_name ON refs(name);
 CREATE INDEX imports_src ON imports(src);
 CREATE INDEX imports_dst ON imports(dst);
+CREATE INDEX bases_class ON bases(file, name);
 """
 
 
@@ -261,6 +317,14 @@ def write(
                     ],  # fmt: skip
                 )
                 defined.update(d.name for d in found.definitions)
+                db.executemany(
+                    "INSERT INTO bases VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (ids[path], d.name, d.container, base, n)
+                        for d in found.definitions
+                        for n, base in enumerate(d.bases)
+                    ],
+                )
             for path, found in parsed.items():
                 db.executemany(
                     "INSERT INTO refs VALUES (?, ?, ?)",
@@ -306,8 +370,10 @@ class Navigator:
     """Lookups over one index folder's symbols.sqlite. An index without one (built before
     profiles existed) answers every lookup with "not found" and no suggestions."""
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, texts: TextSource | None = None) -> None:
         self.path = Path(folder) / SYMBOLS_FILE
+        self.texts = texts
+        """Where `find_text` reads file texts; None: it answers "not looked for"."""
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -327,32 +393,142 @@ class Navigator:
 
     def find_symbol(self, name: str, limit: int = MAX_HITS) -> SymbolResult:
         """Definitions named `name`: exact, else differing in case, else spelled differently
-        (`_` and case aside), else a qualified `Class.method` / `module.function`; when none,
+        (`_` and case aside); a qualified name the way people write one — `Class.method`,
+        `module.func`, `pkg.module.Class.method`, `pkg/mod.py::Class.method`, `self.method`
+        — by its container and module path, else through the class's bases (a method a mixin
+        defines), else by its last part alone (saying the qualifier fit nothing). When none,
         the closest names the codebase defines."""
-        query = name.strip().strip("`'\"").removesuffix("()")
+        query = _tidy_name(name)
         if not query:
             return SymbolResult(name, [], "none")
         with self._db() as db:
             if db is None:
                 return SymbolResult(query, [], "none")
-            hits = self._definitions(db, query)
-            exact = [h for h in hits if h.name == query]
-            if exact:
-                return _symbols(query, exact, "exact", limit)
-            if hits:
-                return _symbols(query, hits, "case-insensitive", limit)
+            written_path, parts = _split_name(query)
+            if written_path is None and len(parts) <= 1:
+                simple = self._by_name(db, query)
+                if simple is not None:
+                    return _symbols(query, simple[1], simple[0], limit)
+            elif parts:
+                return self._qualified_symbol(db, query, written_path, parts, limit)
             names, _ = self._catalogue(db)
-            key = _spelling(query)
-            same = [n for n in names if _spelling(n) == key]
-            if same:
-                found = [h for n in same for h in self._definitions(db, n) if h.name == n]
-                return _symbols(query, found, "spelling", limit)
-            parts = [p for p in _QUALIFIER.split(query) if p]
-            if len(parts) > 1:
-                qualified = _qualified(self._definitions(db, parts[-1]), parts[:-1])
-                if qualified:
-                    return _symbols(query, qualified, "qualified", limit)
             return SymbolResult(query, [], "none", _suggest(parts[-1] if parts else query, names))
+
+    def _by_name(self, db: sqlite3.Connection, name: str) -> tuple[str, list[SymbolHit]] | None:
+        """(how, hits) of the definitions named `name`: exact, case, then spelling."""
+        hits = self._definitions(db, name)
+        exact = [h for h in hits if h.name == name]
+        if exact:
+            return "exact", exact
+        if hits:
+            return "case-insensitive", hits
+        names, _ = self._catalogue(db)
+        key = _spelling(name)
+        same = [n for n in names if _spelling(n) == key]
+        if same:
+            return "spelling", [h for n in same for h in self._definitions(db, n) if h.name == n]
+        return None
+
+    def _qualified_symbol(
+        self,
+        db: sqlite3.Connection,
+        query: str,
+        written_path: str | None,
+        parts: list[str],
+        limit: int,
+    ) -> SymbolResult:
+        last, qualifier = parts[-1], parts[:-1]
+        path = None
+        note = ""
+        if written_path is not None:
+            path = FileSet(self._catalogue(db)[1]).resolve(written_path).path
+            if path is None:
+                note = f"No file `{written_path}` here; looked in every file."
+        named = self._by_name(db, last)
+        candidates = named[1] if named else []
+        pool = [h for h in candidates if h.path == path] if path else candidates
+        direct = _qualified(pool, qualifier) if qualifier else pool
+        if direct:
+            return _symbols(query, direct, "qualified", limit, note)
+        inherited = self._inherited(db, qualifier, path, last) if qualifier else []
+        if inherited:
+            owners = ", ".join(dict.fromkeys(f"`{h.container}`" for h in inherited))
+            where = f"`{'.'.join(qualifier)}` inherits `{last}` from {owners}."
+            return _symbols(query, inherited, "inherited", limit, f"{where} {note}".strip())
+        if candidates:
+            # The name is real: that is the answer, with what did not fit said plainly.
+            if qualifier:
+                told = f"No `{'.'.join(qualifier)}` here defines or inherits `{last}`; these do."
+            else:
+                told = f"`{path or written_path}` does not define `{last}`; these do."
+            return _symbols(query, candidates, "name", limit, f"{told} {note}".strip())
+        names, _ = self._catalogue(db)
+        return SymbolResult(query, [], "none", _suggest(last, names))
+
+    def _inherited(
+        self, db: sqlite3.Connection, qualifier: list[str], path: str | None, method: str
+    ) -> list[SymbolHit]:
+        """`method` as the class `qualifier` names inherits it: for each class that fits, the
+        first definition met walking its bases depth-first, left to right (Python's order for
+        the usual mixin trees)."""
+        classes = [h for h in self._definitions(db, qualifier[-1]) if h.kind in _CLASS_KINDS]
+        exact = [h for h in classes if h.name == qualifier[-1]]
+        classes = exact or classes
+        if path:
+            classes = [h for h in classes if h.path == path]
+        if len(qualifier) > 1:
+            classes = _qualified(classes, qualifier[:-1])
+        found: list[SymbolHit] = []
+        for cls in classes[:5]:
+            seen = {(cls.path, cls.qualified_name)}
+            stack = list(reversed(self._bases(db, cls)))
+            while stack and len(seen) < MAX_BASES:
+                base = stack.pop()
+                if (base.path, base.qualified_name) in seen:
+                    continue
+                seen.add((base.path, base.qualified_name))
+                defined = self._members(db, base, method)
+                if defined:
+                    found.extend(h for h in defined if h not in found)
+                    break
+                stack.extend(reversed(self._bases(db, base)))
+        return found
+
+    def _bases(self, db: sqlite3.Connection, cls: SymbolHit) -> list[SymbolHit]:
+        """The classes `cls`'s bases name, resolved: in its own file, else in the files it
+        imports, else anywhere (a name defined once). An index written before bases were
+        kept has none."""
+        try:
+            written = [r[0] for r in db.execute(
+                "SELECT b.base FROM bases b JOIN files f ON f.id = b.file "
+                "WHERE f.path = ? AND b.name = ? AND b.container = ? ORDER BY b.ord",
+                (cls.path, cls.name, cls.container))]  # fmt: skip
+        except sqlite3.OperationalError:
+            return []
+        if not written:
+            return []
+        imported = {r[0] for r in db.execute(
+            "SELECT t.path FROM imports i JOIN files s ON s.id = i.src "
+            "JOIN files t ON t.id = i.dst WHERE s.path = ?", (cls.path,))}  # fmt: skip
+        resolved: list[SymbolHit] = []
+        for base in written:
+            pieces = base.split(".")
+            named = [h for h in self._definitions(db, pieces[-1])
+                     if h.kind in _CLASS_KINDS and h.name == pieces[-1]]  # fmt: skip
+            if len(pieces) > 1:
+                named = _qualified(named, pieces[:-1]) or named
+            here = [h for h in named if h.path == cls.path and h != cls]
+            near = [h for h in named if h.path in imported]
+            chosen = here or near or (named if len(named) == 1 else [])
+            resolved.extend(h for h in chosen if h != cls)
+        return resolved
+
+    def _members(self, db: sqlite3.Connection, cls: SymbolHit, name: str) -> list[SymbolHit]:
+        return [
+            h
+            for h in self._definitions(db, name)
+            if h.name == name and h.path == cls.path and h.container == cls.qualified_name
+        ]
 
     def _definitions(self, db: sqlite3.Connection, name: str) -> list[SymbolHit]:
         rows = db.execute(
@@ -362,7 +538,35 @@ class Navigator:
         ).fetchall()
         rows.sort(key=lambda r: (_ROLE_ORDER.get(r[6], 4), _KIND_ORDER.get(r[1], 6),
                                  r[2].count("/"), r[2], r[3]))  # fmt: skip
-        return [SymbolHit(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+        return [SymbolHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+
+    # find_text ---------------------------------------------------------------------------
+
+    def find_text(self, line: str, limit: int = verbatim.MAX_HITS) -> TextResult:
+        """Where a quoted line of code appears word for word (whitespace aside), source files
+        first; "not looked for" without file texts or for text that is no single line."""
+        query = line.strip().strip("`").strip()
+        if self.texts is None or not verbatim.quotable(query):
+            return TextResult(query, [], searched=False)
+        hits = verbatim.find(query, self.texts(verbatim.needles(query)), limit=10 * limit)
+        if hits:
+            roles = self._roles()
+            hits.sort(key=lambda h: (not h.whole, _ROLE_ORDER.get(roles.get(h.path, ""), 4)))
+        return TextResult(query, hits[:limit], total=len(hits))
+
+    def _roles(self) -> dict[str, str]:
+        with self._db() as db:
+            if db is None:
+                return {}
+            return dict(db.execute("SELECT path, role FROM files").fetchall())
+
+    def role(self, path: str) -> str:
+        """The role the index gave `path` (source, test, docs, …), "" when it has none."""
+        with self._db() as db:
+            if db is None:
+                return ""
+            row = db.execute("SELECT role FROM files WHERE path = ?", (path,)).fetchone()
+            return row[0] if row else ""
 
     # find_references ---------------------------------------------------------------------
 
@@ -370,15 +574,15 @@ class Navigator:
         """Where the codebase names `name` (calls, attributes, imports, types), outside its
         definitions' own names; source files first. A qualified `Cart.total` looks for
         `total`."""
-        query = name.strip().strip("`'\"").removesuffix("()")
-        parts = [p for p in _QUALIFIER.split(query) if p]
+        query = _tidy_name(name)
+        _, parts = _split_name(query)
         bare = parts[-1] if parts else ""
         if not bare:
             return ReferenceResult(name, [], 0, 0)
         with self._db() as db:
             if db is None:
                 return ReferenceResult(query, [], 0, 0)
-            definitions = self.find_symbol(bare).hits
+            definitions = self.find_symbol(query if len(parts) > 1 else bare).hits
             real = definitions[0].name if definitions else bare
             rows = db.execute(
                 "SELECT f.path, r.line, f.role FROM refs r JOIN files f ON f.id = r.file "
@@ -486,8 +690,39 @@ class Navigator:
         return names, paths
 
 
-def _symbols(query: str, hits: list[SymbolHit], match: str, limit: int) -> SymbolResult:
-    return SymbolResult(query, hits[:limit], match, total=len(hits))
+def _symbols(
+    query: str, hits: list[SymbolHit], match: str, limit: int, note: str = ""
+) -> SymbolResult:
+    return SymbolResult(query, hits[:limit], match, total=len(hits), note=note)
+
+
+def _tidy_name(name: str) -> str:
+    """A name as people write it in prose: quotes, `()` or a call's arguments, and a leading
+    `self.` left out."""
+    query = name.strip().strip("`'\"").strip()
+    if "(" in query:
+        head = query.split("(", 1)[0].strip()
+        query = head if head else query
+    for receiver in _RECEIVERS:
+        if query.startswith(receiver) and len(query) > len(receiver):
+            query = query[len(receiver) :]
+    return query
+
+
+def _split_name(query: str) -> tuple[str | None, list[str]]:
+    """(`pkg/mod.py`, [`Class`, `method`]) from `pkg/mod.py::Class.method`; no path for
+    `pkg.mod.func` (a dotted module path is matched against files by `_qualified`)."""
+    written_path = None
+    rest = query
+    if "::" in query:
+        head, _, tail = query.partition("::")
+        if "/" in head or "\\" in head or PurePosixPath(head).suffix in _SOURCE_SUFFIXES:
+            written_path, rest = head, tail
+    return written_path, [p for p in _QUALIFIER.split(rest) if p]
+
+
+_SOURCE_SUFFIXES = frozenset({".py", ".pyi", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx",
+                              ".go", ".java", ".rs", ".rb", ".php", ".kt"})  # fmt: skip
 
 
 def _spelling(name: str) -> str:

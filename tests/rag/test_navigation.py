@@ -37,14 +37,20 @@ def test_a_symbol_that_is_not_defined_gets_suggestions_not_an_exception(shop):
     assert not result.found
     assert result.match == "none"
     assert "Cart" in result.suggestions
-    assert result.message.startswith("No symbol named `Crat` is defined in this codebase.")
-    assert "Did you mean: " in result.message
+    # Something close exists, so the message makes no claim that nothing is defined.
+    assert result.message == "No definition matches `Crat` as written. Did you mean: Cart?"
+    nothing = shop.find_symbol("zzqxv")
+    assert nothing.message == "No symbol named `zzqxv` is defined in this codebase."
     assert shop.find_symbol("total_of_everything").suggestions == []
     assert shop.find_symbol("   ").found is False
 
 
-def test_a_qualifier_that_does_not_fit_finds_nothing(shop):
-    assert not shop.find_symbol("CartItem.total").found
+def test_a_qualifier_that_does_not_fit_answers_with_the_name_and_says_so(shop):
+    result = shop.find_symbol("CartItem.total")
+    assert result.match == "name"
+    assert [h.location for h in result.hits] == ["shop/models.py:14-15"]
+    assert "No `CartItem` here defines or inherits `total`" in result.message
+    assert not shop.find_symbol("CartItem.no_such_method").found
 
 
 def test_find_references_lists_where_a_name_is_used_source_first(shop):
