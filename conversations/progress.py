@@ -17,6 +17,17 @@ from agents.workflow import CHECKPOINT, COMPLETED, NODES, STOPPED
 from conversations.models import Message, PlanningSession, PlanningState
 
 ESTIMATE_SAMPLE = 20  # the latest turns a median is taken over
+ANSWERED_ROUTES = ("greeting", "question")
+"""agents.routing.GREETING and QUESTION: routes that end in a reply, never a plan. Spelled out
+here because agents.routing reaches agents.turns, which reaches this module."""
+
+
+def answered(session: PlanningSession) -> bool:
+    """Whether the session answers instead of planning: routed to an instant reply or to a
+    cited answer (agents.routing, agents.answers) and without a plan version. Such a session
+    never enters the workflow, so the page shows no workflow panel and no plan talk."""
+    route = (session.task_analysis or {}).get("route")
+    return route in ANSWERED_ROUTES and not session.plans.exists()
 
 
 def workflow_order() -> list[str]:
@@ -40,7 +51,10 @@ def workflow_steps(session: PlanningSession, state: PlanningState | None) -> dic
     of the workflow table in order, up to "completed", which is where they end, not a step:
     the sidebar draws one row per step and the status line says "Step k of n" with n the
     number of those rows. status is one of done, current, paused, stopped, pending; k is the
-    1-based position of the step in hand (0 when none is)."""
+    1-based position of the step in hand (0 when none is). A session that answers instead
+    of planning (`answered`) has no steps and "answered": True."""
+    if answered(session):
+        return {"steps": [], "step": 0, "total": 0, "answered": True}
     order = workflow_order()
     node = state.current_node if state else order[0]
     marks: dict[str, str] = {}

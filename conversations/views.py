@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -9,7 +10,7 @@ from agents import trace
 from agents.citations import line_note
 from agents.models import LLMCall
 from agents.providers import list_profiles
-from conversations import services, store
+from conversations import progress, services, store
 from conversations.forms import NewSessionForm
 from conversations.models import Plan, PlanningSession
 from conversations.plan_page import editor_context, page_context
@@ -38,7 +39,8 @@ def session_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def models_help(request: HttpRequest) -> HttpResponse:
     """Which model to pick: each profile's speed and quality, and how to make it usable."""
-    return render(request, "conversations/models.html", {"profiles": list_profiles()})
+    context = {"profiles": list_profiles(), "default": settings.PLANAGENTS_DEFAULT_PROFILE}
+    return render(request, "conversations/models.html", context)
 
 
 @login_required
@@ -79,6 +81,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     session = _session_or_404(request, session_id)
     rows = [{"message": m, "html": store.message_html(m)} for m in session.messages.order_by("seq")]
     plan = session.plans.order_by("-version").first()
+    answered = progress.answered(session)
     return render(
         request,
         "conversations/detail.html",
@@ -86,6 +89,8 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             "session": session,
             "rows": rows,
             "plan": plan,
+            "answered": answered,
+            "ended_label": ended_label(session, plan is not None, answered),
             "state": store.session_state_payload(session),
             "line_note": line_note(session.codebase),
             "can_revise": services.can_revise(request.user, session),
@@ -93,6 +98,18 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             "trace": trace.panel(session.pk),
         },
     )
+
+
+def ended_label(session: PlanningSession, has_plan: bool, answered: bool) -> str:
+    """What the page says once a session is over: only what happened. session.js says the
+    same (endedLabel) when the state changes live."""
+    if session.status == PlanningSession.Status.COMPLETED:
+        if has_plan:
+            return "Completed. The plan is in the Plan card."
+        if answered:
+            return "Answered. Ask another question or describe a change in a new session."
+        return "Completed without a plan."
+    return "This session has ended."
 
 
 def _plan_or_404(request: HttpRequest, session: PlanningSession) -> Plan:

@@ -217,7 +217,7 @@
     const step = currentStep();
     let where = "";
     if (wf && step) where = "Step " + wf.step + " of " + wf.steps.length + " · " + step.label;
-    else if (state.node && state.mode === "planning" && state.node !== "stopped") where = state.node.replace(/_/g, " ");
+    else if (state.node && state.mode === "planning" && state.node !== "stopped" && !(wf && wf.answered)) where = state.node.replace(/_/g, " ");
     let what = "";
     const streaming = Array.from(progress.entries()).pop();
     if (state.status === "running") {
@@ -561,6 +561,16 @@
     ol.dataset.node = state.node;
   }
 
+  function endedLabel(s) {
+    // Only what happened (conversations.views.ended_label says the same on page load).
+    if (s.status !== "completed") return "This session has ended.";
+    if (s.plan_version) return "Completed. The plan is in the Plan card.";
+    if ((s.workflow && s.workflow.answered) || list.querySelector('article.msg[data-node="answer"]')) {
+      return "Answered. Ask another question or describe a change in a new session.";
+    }
+    return "Completed without a plan.";
+  }
+
   function show(id, visible) {
     $(id).hidden = !visible;
   }
@@ -582,7 +592,11 @@
     renderWorkflow(s.workflow);
     show("ended", s.status === "completed" || s.status === "stopped" || s.status === "failed");
     show("composer", !(s.status === "completed" || s.status === "stopped"));
-    $("ended-label").textContent = s.status === "completed" ? "Completed. The plan is in the Plan card." : "This session has ended.";
+    $("ended-label").textContent = endedLabel(s);
+    // A greeting or a question answered instead of planned: no workflow, no task analysis.
+    const answered = Boolean(s.workflow && s.workflow.answered);
+    if ($("workflow-panel")) show("workflow-panel", !answered);
+    if (answered && $("task-analysis")) show("task-analysis", false);
     if (s.progress) setProgress(s.progress.seq, s.progress);
     if (s.status !== "running") progress.clear();
     paintStatusLine();
