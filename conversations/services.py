@@ -4,6 +4,7 @@ error the caller can show. Views and the websocket consumer are thin shells over
 from __future__ import annotations
 
 import logging
+import math
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +30,8 @@ from rag.models import Codebase
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 20_000
+MESSAGE_RATE_WINDOW = timedelta(minutes=1)
+"""The window PLANAGENTS_SESSION_MESSAGES_PER_MINUTE and ..._USER_... count messages in."""
 
 
 ENDED = (PlanningSession.Status.COMPLETED, PlanningSession.Status.STOPPED)
@@ -41,6 +44,10 @@ class SessionError(Exception):
 
 class SessionNotFound(SessionError):
     """No such session for this user (also said for other users' sessions)."""
+
+
+class TooManyMessages(SessionError):
+    """The human sent more messages in the last minute than the limits allow."""
 
 
 # ---------------------------------------------------------------- lookups
@@ -142,6 +149,7 @@ def post_user_message(user: Any, session_id: int, text: str) -> Message:
         raise SessionError("This session has ended; start a new one to keep planning.")
     if session.status == PlanningSession.Status.AWAITING_HUMAN and _at_checkpoint(session):
         return request_changes(user, session_id, text)
+    _check_message_rate(user, session_id)
     with transaction.atomic():
         message = add_message(session_id, role=Message.Role.USER, content=text)
         if session.status == PlanningSession.Status.AWAITING_HUMAN:
@@ -212,6 +220,7 @@ def request_changes(user: Any, session_id: int, text: Any) -> Message:
     session = _session_to_act_in(user, session_id)
     _require_checkpoint(session)
     text = _clean_text(text)
+    _check_message_rate(user, session_id)
     start, target = human_move(MODIFY)
     with transaction.atomic():
         moved = PlanningState.objects.filter(session_id=session_id, current_node=start).update(
@@ -398,6 +407,30 @@ def _at_checkpoint(session: PlanningSession) -> bool:
 def _require_checkpoint(session: PlanningSession) -> None:
     if session.status != PlanningSession.Status.AWAITING_HUMAN or not _at_checkpoint(session):
         raise SessionError("There is no proposal waiting for your review right now.")
+
+
+def _check_message_rate(user: Any, session_id: int) -> None:
+    """Refuse a message past the per-session or per-user limit for the last minute: each one
+    is stored, rendered, put in a prompt and, at a checkpoint, restarts the agents."""
+    now = timezone.now()
+    recent = Message.objects.filter(
+        role=Message.Role.USER, created_at__gt=now - MESSAGE_RATE_WINDOW
+    )
+    limits = (
+        (recent.filter(session_id=session_id), settings.PLANAGENTS_SESSION_MESSAGES_PER_MINUTE,
+         "in this session"),
+        (recent.filter(session__owner=user), settings.PLANAGENTS_USER_MESSAGES_PER_MINUTE,
+         "across your sessions"),
+    )  # fmt: skip
+    for rows, limit, where in limits:
+        sent = list(rows.order_by("-created_at").values_list("created_at", flat=True)[:limit])
+        if len(sent) >= limit:
+            wait = max(1, math.ceil((sent[-1] + MESSAGE_RATE_WINDOW - now).total_seconds()))
+            raise TooManyMessages(
+                f"You sent {limit} messages {where} in the last minute, the most allowed; "
+                f"wait {wait} s before sending another. The agents read every message at "
+                "their next turn, so one message with everything you want to say is enough."
+            )
 
 
 def _clean_text(text: Any) -> str:

@@ -266,6 +266,12 @@ PLANAGENTS_EVIDENCE_STEPS = env_int("PLANAGENTS_EVIDENCE_STEPS", 6, minimum=0)
 PLANAGENTS_EVIDENCE_ROUNDS = env_int("PLANAGENTS_EVIDENCE_ROUNDS", 2, minimum=1)
 
 LOGGING = {
+# Chat messages a human may send in one minute, in one session and across all of theirs: each
+# is stored and prompted, and one sent at a checkpoint restarts the agents.
+PLANAGENTS_SESSION_MESSAGES_PER_MINUTE = env_int(
+    "PLANAGENTS_SESSION_MESSAGES_PER_MINUTE", 6, minimum=1
+)
+PLANAGENTS_USER_MESSAGES_PER_MINUTE = env_int("PLANAGENTS_USER_MESSAGES_PER_MINUTE", 20, minimum=1)
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
@@ -277,10 +283,10 @@ LOGGING = {
         "faiss.loader": {"level": "WARNING"},
         # Lockouts are warnings; every login and logout is not worth a line.
         "axes": {"level": "WARNING"},
-    },
-}
         # A refused upload (101 files, a body over the cap) is the limit working: one line.
         **{
             f"django.security.{refusal}": {"filters": ["refusal"]}
             for refusal in ("TooManyFilesSent", "TooManyFieldsSent", "RequestDataTooBig")
         },
+    },
+}
