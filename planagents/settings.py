@@ -264,20 +264,20 @@ PLANAGENTS_ROUTE_MIN_CONFIDENCE = env_int("PLANAGENTS_ROUTE_MIN_CONFIDENCE", 70,
 # and this many plan rounds.
 PLANAGENTS_EVIDENCE_STEPS = env_int("PLANAGENTS_EVIDENCE_STEPS", 6, minimum=0)
 PLANAGENTS_EVIDENCE_ROUNDS = env_int("PLANAGENTS_EVIDENCE_ROUNDS", 2, minimum=1)
-
-LOGGING = {
 # Chat messages a human may send in one minute, in one session and across all of theirs: each
 # is stored and prompted, and one sent at a checkpoint restarts the agents.
 PLANAGENTS_SESSION_MESSAGES_PER_MINUTE = env_int(
     "PLANAGENTS_SESSION_MESSAGES_PER_MINUTE", 6, minimum=1
 )
 PLANAGENTS_USER_MESSAGES_PER_MINUTE = env_int("PLANAGENTS_USER_MESSAGES_PER_MINUTE", 20, minimum=1)
+
+LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"refusal": {"()": "planagents.log_filters.RefusalOnOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("PLANAGENTS_LOG_LEVEL", "INFO")},
-    "filters": {"refusal": {"()": "planagents.log_filters.RefusalOnOneLine"}},
     "loggers": {
         "django.channels.server": {"level": "WARNING"},
         "faiss.loader": {"level": "WARNING"},
