@@ -65,7 +65,24 @@ BINARY_EXTENSIONS = frozenset(
     zst jar war ear class exe dll so dylib o a lib obj bin woff woff2 ttf otf eot mp3 mp4 m4a
     wav ogg flac avi mov webm mkv pyc pyo pyd whl egg db sqlite sqlite3 npy npz pkl pickle h5
     hdf5 parquet onnx pt pth ckpt safetensors gguf xls xlsx doc docx ppt pptx odt ods jks
-    keystore p12 pfx der swf iso img dmg wasm""".split()  # noqa: SIM905 (a word list reads best)
+    keystore p12 pfx der swf iso img dmg wasm
+    """.split()  # noqa: SIM905 (a word list reads best)
+) | frozenset(
+    # Repomix's own list (the binary-extensions package, 3.2.0, that is-binary-path reads):
+    # files it skips by name alone, text or not (astropy's `.dat` tables).
+    """
+    3dm 3ds 3g2 3gp aac adp afdesign afphoto afpub aif aiff alz ape apk appimage ar arj asf
+    au bak baml bh bk btif bzip2 cab caf cgm cmx cpio cr2 cr3 cur dat dcm dds deb dex djvu
+    dng docm dot dotm dra ds_store dsk dts dtshd dvb dwg dxf ecelp4800 ecelp7470 ecelp9600
+    eol epub f4v fbs fh fla flatpak fli flv fpx fst fvt g3 gh graffle gzip h261 h263 h264
+    ief ipa jpgv jpm jxr key ktx lha lvp lz lzh lzma lzo m3u m4v mar mdi mht mid midi mj2
+    mka mmr mng mobi movie mp4a mpeg mpg mpga msi msp mxu nef npx numbers nupkg odp oga ogv
+    ott pages pbm pcx pdb pea pgm pic pnm pot potm potx ppa ppam ppm pps ppsm ppsx pptm pya
+    pyv qt ras raw resources rgb rip rlc rmf rmvb rpm rtf rz s3m s7z scpt sgi shar sil
+    sketch slk smv snap snk stl sub suo tar tbz tbz2 tga thmx tlz ttc txz udf uvh uvi uvm
+    uvp uvs uvu viv vob wax wbmp wdp weba wim wm wma wmv wmx wrm wvx xbm xif xla xlam xlsb
+    xlsm xlt xltm xltx xm xmind xpi xpm xwd z zipx
+    """.split()  # noqa: SIM905
 )
 """Files Repomix lists but never packs, so their absence is not a sign of a cut-off pack."""
 
@@ -156,17 +173,19 @@ def left_out(
     """Listed text files the pack lacks because Repomix chose to leave them out, and a note
     naming them and why; ([], "") when none are missing or their absence is not explained.
 
-    Repomix's security check (secretlint, on unless `--no-security-check`) drops files in
-    which it finds a key, token or password, yet its directory listing still names them: an
-    ordinary pack of a real repository often lacks a file or two, and packing again gives the
-    same pack. The pack's summary says only whether the check ran (a "Security check has been
-    disabled" note when it did not), not which files it dropped, so the files missing from a
-    pack whose summary shows the check ran are taken for its work, unless they are most of
-    what it lists (a cut-off or split pack, not a few secrets). With
+    Repomix's listing names every file it found; the pack then leaves out files by name
+    (BINARY_EXTENSIONS, never counted missing), by content (binary, or not decodable as
+    text) and, with its security check on (secretlint, the default), files in which it finds
+    a key, token or password. An ordinary pack of a real repository often lacks a file or
+    two, and packing again gives the same pack. The pack does not say which files it dropped
+    or why, so files missing from a pack whose summary shows Repomix made it are taken for
+    its choice, unless they are most of what it lists (a cut-off or split pack, not a few
+    secrets). The summary says whether the security check ran (a "Security check has been
+    disabled" note when not), which the note repeats. With
     `--include-full-directory-structure` the listing shows the whole repository while the pack
     holds what `--include` chose ("Only files matching these patterns are included"). Not
-    explained: a pack that ends mid-file, one made with the check off, and one without its
-    summary (nothing says what left the files out). `summary` is `summary_of`'s."""
+    explained: a pack that ends mid-file, and one without its summary (nothing says Repomix
+    made it as it is). `summary` is `summary_of`'s."""
     missing = missing_paths(listed, held)
     if not missing or cut_off or REPOMIX_SUMMARY not in summary:
         return [], ""
@@ -177,17 +196,20 @@ def left_out(
             f"it ({_shown(missing)}). Plans cannot see them; widen --include and upload a new "
             "version to add them."
         )
-    if SECURITY_OFF in summary:
-        return [], ""
     if 2 * len(missing) > len(missing_paths(listed, ())):
         return [], ""
+    note = (
+        f"Repomix left {len(missing)} file(s) its directory listing names out of the pack: "
+        f"{_shown(missing)}. Repomix leaves out files whose content is binary or not "
+        "readable text"
+    )
+    if SECURITY_OFF in summary:
+        return missing, f"{note}. Plans cannot see these files."
     return missing, (
-        f"Repomix's security check left {len(missing)} file(s) out of the pack: "
-        f"{_shown(missing)}. The check (on by default) drops files in which it finds "
-        "something like a key, token or password, and the pack's directory listing still "
-        "names them. Plans cannot see these files. If they hold no real secret, pack with "
-        "--no-security-check and upload a new version: this app withholds files holding "
-        "secrets from the agents itself."
+        f"{note} and, with its security check on (the default), files in which it finds "
+        "something like a key, token or password. Plans cannot see these files. If one holds "
+        "text without a real secret, pack with --no-security-check and upload a new version: "
+        "this app withholds files holding secrets from the agents itself."
     )
 
 

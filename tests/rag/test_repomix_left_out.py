@@ -1,7 +1,7 @@
 """A first upload that just works: an ordinary `npx repomix` pack (security check on, the
 default) lacks the files the check found secrets in while its directory listing still names
-them. Such a pack is indexed with a note naming those files and why; only a pack that is
-really cut off (it ends mid-file, or lacks most of what it lists) is refused.
+them (as it names binary files). Such a pack is indexed with a note naming those files and
+why; only a pack that is really cut off (it ends mid-file, or lacks most of what it lists) is refused.
 
 `secret-left-out.xml` / `.json` are real Repomix 1.18.1 output, made with its defaults from a
 four-file project whose `shop/settings.py` holds a database URL with a password:
@@ -43,7 +43,8 @@ def test_a_default_repomix_pack_missing_what_its_security_check_dropped_is_not_i
     assert pack.left_out == [LEFT_OUT]
     assert incomplete([pack]) == ""
     note = next(w for w in pack.warnings if LEFT_OUT in w)
-    assert "Repomix's security check left 1 file(s) out" in note and "--no-security-check" in note
+    assert "Repomix left 1 file(s) its directory listing names out of the pack" in note
+    assert "security check on (the default)" in note and "--no-security-check" in note
 
 
 def test_the_upload_is_indexed_with_a_note_naming_the_left_out_file(
@@ -63,14 +64,15 @@ def test_the_upload_is_indexed_with_a_note_naming_the_left_out_file(
     codebase.refresh_from_db()
     assert codebase.status == Codebase.Status.READY
     warnings = " ".join(codebase.warnings)
-    assert "security check left 1 file(s) out of the pack: shop/settings.py" in warnings
+    assert "names out of the pack: shop/settings.py" in warnings
     # One note for the file, not a second one calling the pack cut off.
     assert "cut off or split" not in warnings and warnings.count(LEFT_OUT) == 1
 
 
-def test_a_pack_made_with_the_security_check_off_that_lacks_a_listed_file_is_still_incomplete(
+def test_a_pack_made_with_the_security_check_off_says_only_what_else_leaves_files_out(
     pack_bytes,
 ):
+    """Binary or undecodable content is left out with the check off too."""
     text = pack_bytes("secret-left-out.xml").decode()
     off = text.replace(
         "- Files matching default ignore patterns are excluded\n",
@@ -79,8 +81,18 @@ def test_a_pack_made_with_the_security_check_off_that_lacks_a_listed_file_is_sti
     )
     assert off != text
     pack = parse_pack(off)
-    assert pack.left_out == []
-    assert "names 1 file(s) that are not in it: shop/settings.py" in incomplete([pack])
+    assert pack.left_out == [LEFT_OUT] and incomplete([pack]) == ""
+    note = next(w for w in pack.warnings if LEFT_OUT in w)
+    assert "binary or not readable text" in note and "security check" not in note
+
+
+def test_files_repomix_skips_by_name_are_not_missing(pack_bytes):
+    """Repomix's binary-extensions list holds `.dat`: astropy's text tables are listed, never
+    packed."""
+    doc = json.loads(pack_bytes("secret-left-out.json"))
+    doc["directoryStructure"] += "\ntables/stars.dat\nfonts/icon.woff2"
+    pack = parse_pack(json.dumps(doc))
+    assert pack.left_out == [LEFT_OUT]
 
 
 def test_a_pack_cut_off_mid_file_is_refused_even_with_the_security_check_on(pack_bytes):
