@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agents.echoes import placeholders
 from rag.models import Codebase, CodeFile
@@ -99,14 +99,22 @@ def sources_of(evidence: Iterable[Any], hits: Iterable[Any]) -> list[Source]:
     return found + retrieved
 
 
+class Definition(NamedTuple):
+    """Where a definition the agents were shown lives: its file and its first and last line."""
+
+    path: str
+    line: int
+    end: int
+
+
 def shown_definitions(
     sources: list[Source], outline: Callable[[str], OutlineResult], limit: int = 40
-) -> dict[str, tuple[str, int]]:
+) -> dict[str, Definition]:
     """The definitions (functions, classes, methods) that start inside the lines the agents
-    were shown, by name (`Class.method` for a method), each with its file and first line: what
-    a step may name as the code it changes. In the sources' order, at most `limit`; a name
+    were shown, by name (`Class.method` for a method), each with its file and lines: what a
+    step may name as the code it changes. In the sources' order, at most `limit`; a name
     defined in two places keeps the first."""
-    found: dict[str, tuple[str, int]] = {}
+    found: dict[str, Definition] = {}
     for path in dict.fromkeys(s.path for s in sources):
         result = outline(path)
         if not result.found:
@@ -118,7 +126,7 @@ def shown_definitions(
             if not any(s.holds(path, entry.start_line) for s in shown):
                 continue
             name = f"{entry.container}.{entry.name}" if entry.container else entry.name
-            found.setdefault(name, (path, entry.start_line))
+            found.setdefault(name, Definition(path, entry.start_line, entry.end_line))
             if len(found) >= limit:
                 return found
     return found
@@ -127,15 +135,22 @@ def shown_definitions(
 DEFINITION_KINDS = frozenset({"function", "method", "class", "constructor", "interface", "struct"})
 
 
+NEW_DEFINITION = "new definition in "
+"""How a step's `symbol` choice says it adds a definition to a file rather than changing one
+(`new definition in pkg/util.py`): the explicit branch beside the real definitions."""
+
+
 def cite_symbols(
-    data: dict[str, Any], definitions: Mapping[str, tuple[str, int]]
+    data: dict[str, Any], definitions: Mapping[str, Definition], paths: Collection[str] = ()
 ) -> dict[str, Any]:
     """`data` whose steps no longer carry the `symbol` a file-choices schema asked for: a named
     definition that agrees with the rest of the step (one of its files, or its title or detail
     names the file or the definition) becomes the step's citation (`Name` at `path:line`),
-    unless the step cites that file already. "none", an unknown name, or one the step says
-    nothing else about is dropped: the 0.5B model picked the same unrelated method for all six
-    steps of a pylint plan."""
+    unless the step cites that file already, and the step's `target` (kind "definition", its
+    name and lines), whose code the plan shows. `new definition in <path>` with a path of
+    `paths` makes the target a new definition there. "none", an unknown name, or one the step
+    says nothing else about is dropped: the 0.5B model picked the same unrelated method for
+    all six steps of a pylint plan."""
     steps = data.get("steps")
     if not isinstance(steps, list):
         return data
@@ -146,14 +161,28 @@ def cite_symbols(
             continue
         name = step.get("symbol")
         step = {k: v for k, v in step.items() if k != "symbol"}
+        files = [f for f in step.get("files") or [] if isinstance(f, str)]
+        if isinstance(name, str) and name.startswith(NEW_DEFINITION):
+            path = name.removeprefix(NEW_DEFINITION)
+            if path in paths:
+                step["target"] = {"kind": "new", "path": path}
+                step["files"] = files if path in files else [*files, path]
+            out.append(step)
+            continue
         where = definitions.get(name) if isinstance(name, str) else None
         if where is not None and isinstance(name, str) and _agrees(step, name, where[0]):
-            path, line = where
+            path, line = where[0], where[1]
+            end = where[2] if len(where) > 2 else line
             detail = str(step.get("detail") or "").rstrip()
-            files = [f for f in step.get("files") or [] if isinstance(f, str)]
             if f"{path}:" not in detail:
                 detail = f"{detail} (`{name}` at `{path}:{line}`)".strip()
-            step = {**step, "detail": detail, "files": files if path in files else [*files, path]}
+            target = {"kind": "definition", "name": name, "path": path, "start": line, "end": end}
+            step = {
+                **step,
+                "detail": detail,
+                "files": files if path in files else [*files, path],
+                "target": target,
+            }
         out.append(step)
     return {**data, "steps": out}
 

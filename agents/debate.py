@@ -261,7 +261,9 @@ def write_debate_plan(session: PlanningSession) -> Plan | None:
         return None
     flag_citations(session, message, evidence or [])
     data = {**draft.model_dump(), "decision_log": decision_log(session)}
-    markdown, structured = build_version(data, session.codebase, title=session.title)
+    markdown, structured = build_version(
+        data, session.codebase, title=session.title, task=session.task
+    )
     plan = append_version(session, markdown, structured, note=DEBATE_PLAN_NOTE)
     from planagents.streaming import publish
 

@@ -14,8 +14,12 @@ from django.db import IntegrityError, transaction
 from agents import plan_rules
 from agents.citations import extract_citations, line_note
 from agents.decision_log import evidence_in
+from agents.plan_quality import Quality, as_dict, judge
+from agents.sketches import diff_lines, fenced, shown_code
 from conversations.models import Plan, PlanningSession
+from rag import index as rag_index
 from rag.models import Codebase, CodeFile
+from rag.navigation import Navigator
 from rag.paths import FileSet, InvalidPath, clean, escape, tidy
 
 
@@ -166,7 +170,37 @@ def _steps(steps: list[Any], paths: FileSet, *, complete: bool) -> list[str]:
         files = _step_files(_items(step, "files"), paths)
         if files and (complete or not last):
             lines.append("   Files: " + ", ".join(code_span(f) for f in files))
+        if complete or not last:
+            lines += _step_code(step)
     return lines
+
+
+def _step_code(step: dict[str, Any]) -> list[str]:
+    """Under a step: the definition it changes, as the code is now (its real line numbers),
+    and its change sketch, said to match that code or not; or the file a new definition
+    goes in. Indented to stay inside the step's list item."""
+    target = as_dict(step.get("target"))
+    if target.get("kind") == "new":
+        return [f"   New definition in {code_span(_text(target.get('path')))}."]
+    code = step.get("code") if isinstance(step.get("code"), dict) else None
+    if not code:
+        return []
+    sketch = step.get("sketch") if isinstance(step.get("sketch"), dict) else None
+    shown = shown_code(code, sketch)
+    first = int(code.get("start") or 1)
+    where = f"{_text(code.get('path'))}:{first}-{first + len(code.get('lines') or []) - 1}"
+    name = _text(target.get("name"))
+    out = ["", f"   Now, {code_span(name)} at {code_span(where)}:", ""]
+    out += [f"   {line}" for line in fenced(shown, "text")]
+    if sketch and diff_lines(sketch):
+        verdict = (
+            "its lines match the code above"
+            if sketch.get("checked")
+            else "**does not match the code**: " + _text(sketch.get("problem"))
+        )
+        out += ["", f"   Change sketch ({verdict}):", ""]
+        out += [f"   {line}" for line in fenced(diff_lines(sketch), "diff")]
+    return [*out, ""]
 
 
 def _step_files(written: list[Any], paths: FileSet) -> list[str]:
@@ -263,6 +297,9 @@ def render_plan(
     out: list[str] = [f"# Plan: {_text(title)}" if _text(title) else "# Plan", ""]
     if files.line_note:
         out += [f"> **Line numbers.** {files.line_note}", ""]
+    quality = data.get("quality")
+    if complete and isinstance(quality, dict):
+        out += [f"> **Checked by the app.** {Quality.from_dict(quality).line()}", ""]
     if _text(data.get("summary")):
         out += ["## Summary", "", _text(data["summary"]), ""]
     decisions = _decisions(data, complete=complete or "steps" in data)
@@ -305,13 +342,24 @@ def annotate_files(data: dict[str, Any], paths: Collection[str]) -> dict[str, An
 
 
 def build_version(
-    data: dict[str, Any], codebase: Codebase, *, title: str
+    data: dict[str, Any], codebase: Codebase, *, title: str, task: str = ""
 ) -> tuple[str, dict[str, Any]]:
     """A plan version from its data: the markdown rendered from it and the data with every
-    file path checked and the citations of the document re-checked. Every version goes
-    through here (the agents' finalize, a human's edit, a regenerated section), so no version
-    keeps a path status or citation judged against another text."""
+    file path checked, its quality judged (agents.plan_quality: the line under its title) and
+    the citations of the document re-checked. Every version goes through here (the agents'
+    finalize, a human's edit, a regenerated section), so no version keeps a path status,
+    quality line or citation judged against another text."""
     paths = codebase_paths(codebase)
+    folder = rag_index.index_dir(codebase.pk)
+    quality = judge(
+        data,
+        paths,
+        task=task,
+        index_folder=folder,
+        codebase_id=codebase.pk,
+        related=Navigator(folder).related,
+    )
+    data = {**data, "quality": quality.as_dict()}
     markdown = render_plan(data, paths, title=title)
     structured = annotate_files(data, paths)
     structured["citations"] = [c.as_dict() for c in extract_citations(codebase, markdown)]

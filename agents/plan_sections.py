@@ -204,7 +204,7 @@ def replace_section(data: dict[str, Any], key: str, value: Any, *, by: str) -> d
 
 def plain(data: dict[str, Any]) -> dict[str, Any]:
     """The plan's data without what a version derives from it (statuses, citations)."""
-    out = {k: v for k, v in data.items() if k != "citations"}
+    out = {k: v for k, v in data.items() if k not in ("citations", "quality")}
     out["files"] = [
         {k: v for k, v in f.items() if k not in ("status",)}
         for f in out.get("files") or []
@@ -219,7 +219,9 @@ def save_version(
     """A new version after `base`, which must be the latest, built from `data`. Approvals of
     sections whose text did not change carry over."""
     session = base.session
-    markdown, structured = build_version(plain(data), session.codebase, title=session.title)
+    markdown, structured = build_version(
+        plain(data), session.codebase, title=session.title, task=session.task
+    )
     approved = [
         key
         for key in base.approved_sections or []

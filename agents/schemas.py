@@ -157,7 +157,8 @@ def _step_with_symbol(symbols: tuple[str, ...]) -> type[BaseModel]:
             choice,
             Field(
                 description="The function or class of the code shown that this step changes; "
-                f'"{NO_SYMBOL}" when the step only adds new code.'
+                '"new definition in <file>" when the step adds a new function or class to that '
+                f'file; "{NO_SYMBOL}" when it changes no definition.'
             ),
         ),
         detail=(str, fields["detail"]),

@@ -58,7 +58,9 @@ def preview_section(user: Any, session_id: int, version: int, key: str, text: st
     """The markdown the edited section would render to (nothing saved)."""
     base = _latest_plan(user, session_id, version)
     data = apply_text(base.structured, key, text)
-    markdown, _ = build_version(plain(data), base.session.codebase, title=base.session.title)
+    markdown, _ = build_version(
+        plain(data), base.session.codebase, title=base.session.title, task=base.session.task
+    )
     heading = section_info(data, key).heading
     body = next((s.body for s in sections(markdown) if s.title == heading), "")
     return f"## {heading}\n\n{body}\n"

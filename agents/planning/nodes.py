@@ -11,6 +11,8 @@ from django.conf import settings
 from agents import plan_rules, rules_gate
 from agents import rules as rules_check
 from agents.citations import (
+    NEW_DEFINITION,
+    Definition,
     cite_symbols,
     extract_citations,
     ground_steps,
@@ -34,6 +36,7 @@ from agents.plan import (
     unique_files,
     with_step_files,
 )
+from agents.planning.sketching import sketch_steps
 from agents.prompts import AGENT_A, AGENT_B, agent_system, code_context, language_rule
 from agents.providers.base import ChatMessage
 from agents.review_checks import checks_block, review_points
@@ -48,12 +51,15 @@ from planagents.streaming import publish
 from rag import index as rag_index
 from rag import profile as rag_profile
 from rag.navigation import Navigator
-from rag.paths import FileSet
+from rag.paths import FileSet, find_citations
 from rag.pins import PinnedItem
 from rag.retrieval import Hit, closest_paths, rerank_paths
 
 PROPOSAL_TOKENS = 1200
 PLAN_TOKENS = 1600
+NEW_DEFINITION_FILES = 4
+"""The candidate files a step may add a new definition to (the first ones: the enum's order is
+the evidence's)."""
 
 
 @dataclass
@@ -66,7 +72,7 @@ class NodeContext:
     profile: str = ""
     pinned: list[PinnedItem] = field(default_factory=list)
     """The codebase's pins this session shows its agents ([P1]…)."""
-    _definitions: dict[str, tuple[str, int]] | None = field(default=None, repr=False)
+    _definitions: dict[str, Definition] | None = field(default=None, repr=False)
     _candidates: tuple[tuple[int, int], tuple[str, ...]] | None = field(default=None, repr=False)
 
     @classmethod
@@ -112,9 +118,10 @@ class NodeContext:
         candidates = self.candidates()
         if not (self.evidence and candidates):
             return schema
-        return with_file_choices(schema, candidates, tuple(self.definitions()))
+        new = tuple(f"{NEW_DEFINITION}{path}" for path in candidates[:NEW_DEFINITION_FILES])
+        return with_file_choices(schema, candidates, (*self.definitions(), *new))
 
-    def definitions(self) -> dict[str, tuple[str, int]]:
+    def definitions(self) -> dict[str, Definition]:
         """The definitions in the code the agents were shown, by name: file and first line."""
         if self._definitions is None:
             navigator = Navigator(rag_index.index_dir(self.session.codebase_id))
@@ -130,7 +137,11 @@ class NodeContext:
         """A reply in the plain shape, with what the model cannot be trusted with fixed by
         code: a "new" file that exists is modified instead, and a reply naming no file gets
         the files the evidence found."""
-        data = cite_symbols(merge_new_files(data), self.definitions() if self.evidence else {})
+        data = cite_symbols(
+            merge_new_files(data),
+            self.definitions() if self.evidence else {},
+            self.candidates() if self.evidence else (),
+        )
         files = []
         for entry in data.get("files") or []:
             resolved = self.paths.resolve(str(entry.get("path", "")))
@@ -525,9 +536,19 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     _note_left_out(ctx, message, drafted, data, what="the plan")
     data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
     data = with_step_files(data, ctx.paths)
+    # Each step that changes a real definition shows its code and a sketch checked against it.
+    data = sketch_steps(
+        ctx.session,
+        agent_for(ctx.session, "A"),
+        data,
+        key=f"sketch:{ctx.state.iteration}",
+        cited=_cited_line,
+    )
     # The disagreement behind the plan comes from the session's messages, not from the model.
     data["decision_log"] = decision_log(ctx.session)
-    markdown, structured = build_version(data, ctx.session.codebase, title=ctx.session.title)
+    markdown, structured = build_version(
+        data, ctx.session.codebase, title=ctx.session.title, task=ctx.session.task
+    )
     # Keyed by its turn, not by a count: human edits and regenerations number versions too,
     # and a re-run of this turn must find its plan, not write over another version.
     note = f"Final plan of proposal {ctx.state.iteration}"
@@ -536,6 +557,16 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     )
     publish(ctx.session.pk, {"type": "plan.updated", "version": plan.version})
     return NodeResult({})
+
+
+def _cited_line(step: dict[str, Any]) -> int | None:
+    """The first line a step cites in its target's file (to show that part of a long
+    definition), None when it cites none there."""
+    target = step.get("target") or {}
+    for cited in find_citations(str(step.get("detail") or "")):
+        if cited.path == target.get("path") and cited.start != target.get("start"):
+            return cited.start
+    return None
 
 
 def without_copies(

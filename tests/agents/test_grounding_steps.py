@@ -5,6 +5,8 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agents.citations import (
+    NEW_DEFINITION,
+    Definition,
     Source,
     cite_symbols,
     extract_citations,
@@ -48,15 +50,18 @@ def test_the_definitions_a_step_may_name_are_those_starting_in_the_lines_shown()
     # auth.py shows lines 10-30: TokenStore and its issue, not expire (31), helper (2) or a
     # variable; the same name in a later source keeps its first place.
     assert found == {
-        "TokenStore": ("todo/auth.py", 12),
-        "TokenStore.issue": ("todo/auth.py", 15),
-        "login": ("todo/api.py", 3),
+        "TokenStore": ("todo/auth.py", 12, 40),
+        "TokenStore.issue": ("todo/auth.py", 15, 20),
+        "login": ("todo/api.py", 3, 9),
     }
     assert len(shown_definitions(SOURCES, outline, limit=2)) == 2
 
 
-def test_a_named_definition_becomes_the_steps_citation_and_file():
-    definitions = {"TokenStore.issue": ("todo/auth.py", 15), "login": ("todo/api.py", 3)}
+def test_a_named_definition_becomes_the_steps_citation_file_and_target():
+    definitions = {
+        "TokenStore.issue": Definition("todo/auth.py", 15, 20),
+        "login": Definition("todo/api.py", 3, 9),
+    }
     data = {"steps": [{**step("Make issue() add an expiry."), "symbol": "TokenStore.issue"},
                       {**step("New module.", ["todo/expiry.py"]), "symbol": "none"},
                       {**step("See `todo/auth.py:16`.", ["todo/auth.py"]), "symbol": "TokenStore.issue"},
@@ -68,8 +73,13 @@ def test_a_named_definition_becomes_the_steps_citation_and_file():
         "Make issue() add an expiry. (`TokenStore.issue` at `todo/auth.py:15`)"
     )
     assert steps[0]["files"] == ["todo/auth.py"]
+    target = {"kind": "definition", "name": "TokenStore.issue", "path": "todo/auth.py"}
+    assert steps[0]["target"] == {**target, "start": 15, "end": 20}  # whose code the plan shows
     assert steps[1] == step("New module.", ["todo/expiry.py"])
-    assert steps[2] == step("See `todo/auth.py:16`.", ["todo/auth.py"])  # cited that file already
+    assert steps[2] == {  # cited that file already: the detail stays, the target is kept
+        **step("See `todo/auth.py:16`.", ["todo/auth.py"]),
+        "target": {**target, "start": 15, "end": 20},
+    }
     assert steps[3] == step("Unknown.")
     assert steps[4]["detail"].endswith("(`TokenStore.issue` at `todo/auth.py:15`)")  # its file
     # The citation it writes is one a source holds, so grounding keeps it.
@@ -77,9 +87,18 @@ def test_a_named_definition_becomes_the_steps_citation_and_file():
     assert grounded["steps"][0]["detail"] == steps[0]["detail"]
 
 
+def test_a_step_adding_a_definition_to_an_offered_file_targets_a_new_definition_there():
+    data = {"steps": [{**step("Add an expiry helper."), "symbol": f"{NEW_DEFINITION}todo/api.py"},
+                      {**step("Add one elsewhere."), "symbol": f"{NEW_DEFINITION}todo/x.py"}]}  # fmt: skip
+    steps = cite_symbols(data, {}, ["todo/api.py", "todo/auth.py"])["steps"]
+    assert steps[0]["target"] == {"kind": "new", "path": "todo/api.py"}
+    assert steps[0]["files"] == ["todo/api.py"]
+    assert steps[1] == step("Add one elsewhere.")  # a file not offered is no target
+
+
 def test_a_definition_the_rest_of_the_step_says_nothing_about_is_dropped():
     # pylint-4551: the 0.5B model named the same unrelated method for every step.
-    definitions = {"Python3Checker.__init__": ("pylint/checkers/python3.py", 921)}
+    definitions = {"Python3Checker.__init__": Definition("pylint/checkers/python3.py", 921, 930)}
     data = {"steps": [{**step("Read the annotations in __init__.", ["pylint/pyreverse/main.py"]),
                        "symbol": "Python3Checker.__init__"}]}  # fmt: skip
     assert cite_symbols(data, definitions)["steps"] == [

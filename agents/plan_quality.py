@@ -1,0 +1,494 @@
+"""The one place a plan's quality is judged: what the plan page's quality line says, what the
+exports carry and what the grounding bench scores.
+
+A plan is judged by what a developer could check in a minute: does each step change a
+definition that exists (and show it), is its change sketch made of lines that are really in
+that code, does any section name a path or a name the codebase does not have, and which tests
+cover the change. Everything here is computed from the plan's data and the codebase's index,
+with no model call.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from rag.navigation import SYMBOLS_FILE, RelatedResult
+from rag.paths import FileSet
+
+PROSE = ("summary", "decisions", "testing", "risks")
+"""The plan's free-text sections (lists of sentences, or one paragraph)."""
+
+_CODE_SPAN = re.compile(r"(`+)([^`\n]{1,200}?)\1")
+_DOTTED = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*")
+_WORD = re.compile(r"[^\s`'\"()\[\]{},;]+")
+_CITED_LINE = re.compile(r"(?::\d+(?:-\d+)?|#L\d+(?:-L?\d+)?)$")
+_DEFINES = re.compile(
+    r"^\s*(?:async\s+def|def|class|function|func|fn|const|let|var)\s+([A-Za-z_]\w*)"
+    r"|^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]"
+)
+
+FILE_EXTENSIONS = frozenset(
+    [
+        "py",
+        "pyi",
+        "pyx",
+        "js",
+        "jsx",
+        "mjs",
+        "cjs",
+        "ts",
+        "tsx",
+        "go",
+        "rs",
+        "java",
+        "kt",
+        "rb",
+        "php",
+        "c",
+        "h",
+        "cc",
+        "cpp",
+        "hpp",
+        "cs",
+        "swift",
+        "scala",
+        "md",
+        "rst",
+        "txt",
+        "toml",
+        "yaml",
+        "yml",
+        "json",
+        "cfg",
+        "ini",
+        "html",
+        "css",
+        "scss",
+        "sql",
+        "sh",
+        "xml",
+    ]
+)
+"""What makes a dotted word a file name (`setup.cfg`) rather than code (`np.array`)."""
+
+_KNOWN_WORDS = (
+    frozenset(keyword.kwlist)
+    | frozenset(keyword.softkwlist)
+    | frozenset(dir(builtins))
+    | frozenset(
+        [
+            "self",
+            "cls",
+            "this",
+            "super",
+            "null",
+            "undefined",
+            "true",
+            "false",
+            "nil",
+            "func",
+            "fn",
+            "const",
+            "let",
+            "var",
+            "new",
+            "function",
+            "return",
+            "async",
+            "await",
+            "import",
+            "export",
+            "from",
+            "module",
+            "require",
+            "console",
+            "window",
+            "document",
+            "string",
+            "int",
+            "float",
+            "bool",
+            "list",
+            "dict",
+            "set",
+            "tuple",
+            "bytes",
+            "object",
+            "any",
+            "void",
+        ]
+    )
+)
+"""Names any language provides: never counted as invented."""
+
+
+# ------------------------------------------------------------------ what the index knows
+
+
+@dataclass
+class KnownNames:
+    """Which identifiers a codebase has: defined (its symbol table) or written anywhere in its
+    files (a word of some file's text: an attribute, a parameter, an external library's name
+    it calls), asked one name at a time and remembered. Withheld files do not count."""
+
+    folder: Path | None
+    codebase_id: int | None = None
+    extra: set[str] = field(default_factory=set)
+    """Names known besides the codebase's: the task's words, new definitions of the plan."""
+    _seen: dict[str, bool] = field(default_factory=dict)
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection | None]:
+        path = self.folder / SYMBOLS_FILE if self.folder else None
+        if path is None or not path.exists():
+            yield None
+            return
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            yield db
+        finally:
+            db.close()
+
+    def unknown(self, names: Iterable[str]) -> set[str]:
+        """Those of `names` that neither the codebase, nor `extra`, nor any language knows.
+        With neither a symbol table nor the files to read, nothing is unknown: there is
+        nothing to check against."""
+        names = set(names)
+        asked = names - self._seen.keys() - self.extra - _KNOWN_WORDS
+        if asked:
+            with self._db() as db:
+                if db is None and self.codebase_id is None:
+                    return set()
+                for name in sorted(asked)[:MAX_NAMES_CHECKED]:
+                    self._seen[name] = self._defined(db, name) or self._written(name)
+        return {
+            n
+            for n in names
+            if n not in self.extra and n not in _KNOWN_WORDS and not self._seen.get(n, True)
+        }
+
+    def _defined(self, db: sqlite3.Connection | None, name: str) -> bool:
+        if db is None:
+            return False
+        row = db.execute(
+            "SELECT 1 FROM defs WHERE name = ? AND name = ? COLLATE BINARY LIMIT 1", (name, name)
+        ).fetchone()
+        return row is not None
+
+    def _written(self, name: str) -> bool:
+        """Whether some file's text has `name` as a whole word. The database narrows the files
+        to those holding the string (one pass each), the word check reads only those."""
+        if self.codebase_id is None:
+            return False
+        from rag.models import CodeFile  # noqa: PLC0415 (the module is usable without Django)
+
+        word = re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
+        holding = CodeFile.objects.filter(
+            codebase_id=self.codebase_id, withheld_reason="", content__contains=name
+        ).values_list("content", flat=True)
+        return any(word.search(text) for text in holding.iterator(chunk_size=20))
+
+
+MAX_NAMES_CHECKED = 60
+"""Names a plan may have checked against the files' text: a plan is short; a flood of names is
+cut here rather than scanning a large codebase once per name."""
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` when it is a dict, else an empty one (plan data is written by models)."""
+    return value if isinstance(value, dict) else {}
+
+
+def identifiers(text: str) -> set[str]:
+    """Every identifier in `text` (for the names a task itself writes)."""
+    return set(re.findall(r"[A-Za-z_]\w*", text))
+
+
+# ------------------------------------------------------------------ paths and names in prose
+
+
+def is_path_like(word: str) -> bool:
+    """A word that names a file: it has a folder (`a/b.py`) or ends in a file extension
+    (`setup.cfg`); a URL, a dotted code name (`np.array`) or a version number is not."""
+    word = _CITED_LINE.sub("", word.strip(".:"))
+    if not word or "://" in word or word.startswith(("@", "-")):
+        return False
+    suffix = PurePosixPath(word).suffix.lstrip(".").lower()
+    if "/" in word:
+        return bool(suffix) or word.endswith("/")
+    return suffix in FILE_EXTENSIONS and not word.startswith(".")
+
+
+def written_paths(text: str) -> list[str]:
+    """The file paths `text` names, in code spans or as bare words, without line numbers."""
+    found: list[str] = []
+    for word in _WORD.findall(text):
+        word = word.strip(".:")
+        if is_path_like(word):
+            found.append(_CITED_LINE.sub("", word))
+    return list(dict.fromkeys(found))
+
+
+def code_names(text: str) -> list[str]:
+    """Identifiers written as code in `text`: each code span's dotted names (`a.b.c`,
+    `Class.method`, `name()`), leaving out spans that are paths or citations."""
+    names: list[str] = []
+    for _, span in _CODE_SPAN.findall(text):
+        span = span.strip()
+        if is_path_like(span) or any(is_path_like(w) for w in span.split()):
+            continue
+        names += _DOTTED.findall(span)
+    return list(dict.fromkeys(names))
+
+
+def _sentences(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(section, text) for every piece of prose in the plan: the free-text sections, the
+    steps' titles and details, the files' reasons."""
+    for key in PROSE:
+        value = data.get(key)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item.strip():
+                yield key, item
+    for step in data.get("steps") or []:
+        if isinstance(step, dict):
+            yield "steps", f"{step.get('title') or ''}. {step.get('detail') or ''}"
+    for entry in data.get("files") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("reason"), str):
+            yield "files", entry["reason"]
+
+
+def new_definitions(data: dict[str, Any]) -> set[str]:
+    """Names the plan itself introduces: defined by a step's sketch (`def name`, `class
+    Name`, `name = …`) or named by a step that targets a new definition."""
+    names: set[str] = set()
+    for step in data.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        sketch = as_dict(step.get("sketch"))
+        for line in sketch.get("after") or []:
+            match = _DEFINES.match(str(line))
+            if match:
+                names.add(match.group(1) or match.group(2))
+        target = as_dict(step.get("target"))
+        if target.get("kind") == "new":
+            names |= set(code_names(f"{step.get('title') or ''} {step.get('detail') or ''}"))
+    return names
+
+
+@dataclass(frozen=True)
+class WrittenPath:
+    section: str
+    path: str
+    status: str
+    """exists, new (a file the plan creates, in a folder that exists) or missing."""
+
+
+def check_written_paths(data: dict[str, Any], paths: FileSet) -> list[WrittenPath]:
+    """Every path the plan's prose names, judged: a file of the codebase; a new file (listed
+    in Files as created, or a file in a folder the codebase has, such as a new test module
+    the Testing section proposes); or missing (invented). The Files table is judged on its
+    own (agents.plan.check_file)."""
+    created = {
+        str(f.get("path"))
+        for f in data.get("files") or []
+        if isinstance(f, dict) and f.get("action") == "create"
+    }
+    folders = {str(PurePosixPath(p).parent) for p in paths}
+    out: dict[str, WrittenPath] = {}
+    for section, text in _sentences(data):
+        for written in written_paths(text):
+            if written in out:
+                continue
+            found = paths.resolve(written)
+            if found.path is not None:
+                status = "exists"
+            elif found.how == "invalid":
+                continue  # not a path after all (a pattern, a placeholder)
+            elif written in created or str(PurePosixPath(written).parent) in folders:
+                status = "new"
+            else:
+                status = "missing"
+            out[written] = WrittenPath(section, found.path or written, status)
+    return list(out.values())
+
+
+# ------------------------------------------------------------------ the quality line
+
+
+@dataclass(frozen=True)
+class Quality:
+    steps: int
+    on_definitions: int
+    """Steps whose target is a definition the codebase has (its code shown under the step)."""
+    new_definitions: int
+    """Steps that add a new definition to a named file."""
+    sketches: int
+    sketches_checked: int
+    """Sketches whose every "before" line is in the target's code, character for character
+    after whitespace normalisation."""
+    files: int
+    invented_paths: list[str]
+    """Paths in Files or in any section that are not in the codebase and not new files."""
+    invented_names: list[str]
+    """Names written as code that the codebase, the task and the plan's new definitions lack."""
+    tests: list[tuple[str, str]]
+    """Existing test files the plan names, each with why it matters ("imports the changed
+    module", "named after it" or "named in the plan"); else the tests of the changed files."""
+    tests_named: bool
+    """Whether the plan itself names those tests (False: they are the app's suggestion)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Quality:
+        fields = {**data}
+        fields["tests"] = [tuple(t) for t in data.get("tests") or []]
+        return cls(**fields)
+
+    def line(self) -> str:
+        """The quality line: "3 steps · 3 on real definitions · 3 sketches checked · …"."""
+        parts = [_count(self.steps, "step")]
+        if self.steps:
+            parts.append(f"{self.on_definitions} on real definitions")
+            if self.new_definitions:
+                parts.append(_count(self.new_definitions, "new definition"))
+            checked = f"{self.sketches_checked} sketches checked"
+            if self.sketches > self.sketches_checked:
+                checked += f" ({self.sketches - self.sketches_checked} not matching the code)"
+            parts.append(checked)
+        parts.append(_count(len(self.invented_paths), "invented path"))
+        parts.append(_count(len(self.invented_names), "invented name"))
+        parts.append(_count(self.files, "file"))
+        parts.append(self._tests())
+        return " · ".join(parts)
+
+    def _tests(self) -> str:
+        if not self.tests:
+            return "tests: none found"
+        shown = ", ".join(f"`{path}` ({why})" for path, why in self.tests[:3])
+        more = f" and {len(self.tests) - 3} more" if len(self.tests) > 3 else ""
+        return f"tests: {shown}{more}" if self.tests_named else f"tests not named; {shown}{more}"
+
+    def problems(self) -> list[str]:
+        """What a reviewer should look at first, one sentence each."""
+        out = [f"`{p}` is not in the codebase." for p in self.invented_paths]
+        out += [
+            f"`{n}` is not defined or used anywhere in the codebase, nor in the task."
+            for n in self.invented_names
+        ]
+        return out
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def judge(
+    data: dict[str, Any],
+    paths: FileSet,
+    *,
+    task: str,
+    index_folder: Path | None,
+    codebase_id: int | None = None,
+    related: Any = None,
+) -> Quality:
+    """The quality of the plan `data` (its structured form, paths already checked or not).
+
+    Names are checked against the symbol table in `index_folder` and the text of the files of
+    codebase `codebase_id`. `related(path) -> RelatedResult` gives a changed file's tests
+    (rag.navigation); None judges without tests."""
+    steps = [s for s in data.get("steps") or [] if isinstance(s, dict)]
+    targets = [as_dict(s.get("target")) for s in steps]
+    sketches = [s.get("sketch") for s in steps if isinstance(s.get("sketch"), dict)]
+    files = [f for f in data.get("files") or [] if isinstance(f, dict) and f.get("path")]
+
+    invented: list[str] = []
+    for entry in files:
+        found = paths.resolve(str(entry["path"]))
+        if entry.get("action") != "create" and found.path is None:
+            invented.append(str(entry["path"]))
+    invented += [w.path for w in check_written_paths(data, paths) if w.status == "missing"]
+
+    known = KnownNames(index_folder, codebase_id, identifiers(task) | new_definitions(data))
+    written: list[str] = []
+    for _, text in _sentences(data):
+        written += code_names(text)
+    written = list(dict.fromkeys(written))
+    unknown_parts = known.unknown({part for name in written for part in name.split(".")})
+    names = [n for n in written if any(part in unknown_parts for part in n.split("."))]
+
+    return Quality(
+        steps=len(steps),
+        on_definitions=sum(1 for t in targets if t.get("kind") == "definition"),
+        new_definitions=sum(1 for t in targets if t.get("kind") == "new"),
+        sketches=len(sketches),
+        sketches_checked=sum(1 for s in sketches if isinstance(s, dict) and s.get("checked")),
+        files=len({str(f["path"]) for f in files}),
+        invented_paths=list(dict.fromkeys(invented)),
+        invented_names=names,
+        tests=_tests(data, files, paths, related),
+        tests_named=_tests_named(data, files, paths, related),
+    )
+
+
+def _named_tests(data: dict[str, Any], files: list[dict[str, Any]], paths: FileSet) -> list[str]:
+    written = [str(f["path"]) for f in files]
+    for section, text in _sentences(data):
+        if section in ("testing", "steps", "files"):
+            written += written_paths(text)
+    found = [paths.resolve(w).path for w in written]
+    return list(dict.fromkeys(p for p in found if p and _is_test_path(p)))
+
+
+def _is_test_path(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    name = parts[-1] if parts else ""
+    return (
+        any(p in ("test", "tests", "testing", "__tests__", "spec") for p in parts[:-1])
+        or name.startswith("test_")
+        or PurePosixPath(name).stem.endswith(("_test", ".test", ".spec", "_spec"))
+    )
+
+
+def _tests_of_changes(files: list[dict[str, Any]], paths: FileSet, related: Any) -> dict[str, str]:
+    """The tests of the files the plan modifies, from the import graph: path → why."""
+    if related is None:
+        return {}
+    out: dict[str, str] = {}
+    for entry in files:
+        path = paths.resolve(str(entry["path"])).path
+        if not path or entry.get("action") == "delete" or _is_test_path(path):
+            continue
+        result: RelatedResult = related(path)
+        for link in result.tests if result.found else []:
+            out.setdefault(link.path, _why(link.why))
+    return out
+
+
+def _why(why: str) -> str:
+    return "imports the changed module" if "import" in why else why
+
+
+def _tests(
+    data: dict[str, Any], files: list[dict[str, Any]], paths: FileSet, related: Any
+) -> list[tuple[str, str]]:
+    linked = _tests_of_changes(files, paths, related)
+    named = _named_tests(data, files, paths)
+    if named:
+        return [(p, linked.get(p, "named in the plan")) for p in named]
+    return list(linked.items())[:5]
+
+
+def _tests_named(
+    data: dict[str, Any], files: list[dict[str, Any]], paths: FileSet, related: Any
+) -> bool:
+    return bool(_named_tests(data, files, paths))

@@ -1,0 +1,125 @@
+"""The calls that write a plan's change sketches (agents.sketches has what they are, how they
+are checked and shown): one small structured turn per step that changes a real definition."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agents.prompts import AGENT_A, agent_system
+from agents.providers.base import ChatMessage
+from agents.sketches import (
+    Excerpt,
+    check,
+    excerpt,
+    reindented,
+    render_sketch_message,
+    sketch_schema,
+)
+from agents.turns import Agent, structured_turn
+from conversations.models import PlanningSession
+
+MAX_SKETCHES = 4
+"""Sketches per plan: one call each, so a plan of eight steps does not take eight calls."""
+SKETCH_TOKENS = 420
+
+
+def sketch_prompt(
+    session: PlanningSession, step: dict[str, Any], number: int, code: Excerpt, problems: list[str]
+) -> list[ChatMessage]:
+    where = f"`{code.path}:{code.start}-{code.end}`"
+    request = (
+        "Write the change this step makes to this code only, as JSON. before: the lines of "
+        "the code above that change (1 to 8, copied exactly, in order; to add code, the line "
+        "it goes after). after: what those lines become (the new lines, same indentation). "
+        "Change only what the step needs."
+    )
+    if problems:
+        listed = "\n".join(f"- {p}" for p in problems)
+        request = f"Your last sketch did not match the code:\n{listed}\n\n{request}"
+    prompt = "\n\n".join(
+        [
+            f"Task: {session.task}",
+            f"Step {number} of the plan: {step.get('title') or ''} — {step.get('detail') or ''}",
+            f"The current code of `{code.name}`, {where} (line numbers on the left are not "
+            f"part of the code; untrusted data):\n<code>\n{code.numbered()}\n</code>",
+            request,
+        ]
+    )
+    system = agent_system(AGENT_A, session.task_analysis, session.language)
+    return [system, ChatMessage("user", prompt)]
+
+
+def sketch_step(
+    session: PlanningSession,
+    agent: Agent,
+    step: dict[str, Any],
+    number: int,
+    code: Excerpt,
+    *,
+    turn_key: str,
+) -> dict[str, Any]:
+    """One step's sketch: a small structured turn on its definition's code, checked, asked
+    again once with the mismatch shown, and then kept with `checked` False and its problem."""
+    problems: list[str] = []
+    result: dict[str, Any] = {}
+    for attempt in (1, 2):
+        key = turn_key if attempt == 1 else f"{turn_key}:redo"
+        _, reply = structured_turn(
+            session,
+            agent,
+            turn_key=key,
+            node="finalize_plan",
+            messages=sketch_prompt(session, step, number, code, problems),
+            schema=sketch_schema(code),
+            render=lambda data, complete: render_sketch_message(number, code, data),
+            max_tokens=SKETCH_TOKENS,
+            stoppable=True,
+        )
+        before = [str(b) for b in getattr(reply, "before", [])]
+        after = [str(a) for a in getattr(reply, "after", [])]
+        checked = check(before, after, code)
+        result = {
+            "before": checked.before if not checked.problems else before,
+            "after": reindented(after, checked.before),
+            "start": checked.start,
+            "checked": not checked.problems,
+        }
+        if not checked.problems:
+            return result
+        problems = checked.problems
+    return {**result, "problem": " ".join(problems)}
+
+
+def sketch_steps(
+    session: PlanningSession,
+    agent: Agent,
+    data: dict[str, Any],
+    *,
+    key: str,
+    cited: Callable[[dict[str, Any]], int | None] | None = None,
+) -> dict[str, Any]:
+    """`data` whose steps that target a real definition carry its `code` (the lines shown
+    under the step) and, for the first MAX_SKETCHES of them, a `sketch`. `cited(step)` gives
+    the line a step cites, to pick the window of a long definition."""
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return data
+    out: list[Any] = []
+    sketched = 0
+    for number, step in enumerate(steps, 1):
+        target = step.get("target") if isinstance(step, dict) else None
+        code = (
+            excerpt(session.codebase_id, target, cited(step) if cited else None) if target else None
+        )
+        if code is None:
+            out.append(step)
+            continue
+        step = {**step, "code": {"path": code.path, "start": code.start, "lines": list(code.lines)}}
+        if sketched < MAX_SKETCHES:
+            sketched += 1
+            step["sketch"] = sketch_step(
+                session, agent, step, number, code, turn_key=f"{key}:{number}"
+            )
+        out.append(step)
+    return {**data, "steps": out}

@@ -1,0 +1,157 @@
+"""Change sketches: a step's "before" lines must be lines of its definition's code, the plan
+shows that code with its real line numbers (folded when long), and a sketch that does not
+match is asked for again once, with the mismatch shown, and then flagged."""
+
+import pytest
+
+from agents.plan import render_plan
+from agents.planning.sketching import sketch_steps
+from agents.providers.fake import FakeProvider
+from agents.sketches import Excerpt, check, reindented, shown_code, sketch_schema
+from agents.turns import agent_for
+from rag.paths import FileSet
+
+CODE = Excerpt(
+    "todo/auth.py",
+    "TokenStore.issue",
+    15,
+    ("    def issue(self, user):", "        token = str(user)", "        return token"),
+    (15, 17),
+)
+
+
+def test_before_lines_are_found_in_the_code_whatever_their_white_space():
+    checked = check(["token  =  str(user)", "return token"], ["token = repr(user)"], CODE)
+    assert checked.problems == []
+    assert checked.start == 16
+    assert checked.before == ["        token = str(user)", "        return token"]
+
+
+def test_a_before_line_the_code_lacks_is_a_problem_naming_it():
+    checked = check(["token = make(user)"], ["token = 1"], CODE)
+    assert checked.problems == ["`token = make(user)` is not a line of `TokenStore.issue`."]
+
+
+def test_a_sketch_that_changes_nothing_is_a_problem():
+    checked = check(["return token"], ["return   token"], CODE)
+    assert checked.problems == [
+        "The sketch's after lines are its before lines: it changes nothing."
+    ]
+
+
+def test_the_schema_holds_before_lines_to_the_codes_own_lines():
+    schema = sketch_schema(CODE).model_json_schema()
+    before = schema["properties"]["before"]["items"]
+    assert before["enum"] == ["def issue(self, user):", "token = str(user)", "return token"]
+
+
+def test_after_lines_written_without_indentation_get_the_codes():
+    assert reindented(["token = repr(user)"], ["        token = str(user)"]) == [
+        "        token = repr(user)"
+    ]
+    assert reindented(["  x = 1"], ["        y = 2"]) == ["  x = 1"]  # the model's own kept
+
+
+def test_a_long_definition_is_folded_around_the_sketched_lines_with_real_numbers():
+    lines = [f"    line_{n}" for n in range(100, 160)]
+    shown = shown_code(
+        {"path": "a.py", "start": 100, "lines": lines}, {"start": 130, "before": ["x"]}
+    )
+    assert shown[0] == "100      line_100"
+    assert "⋮" in shown[4]
+    assert "130      line_130" in shown
+    assert shown[-1].endswith("(25 more lines)")
+    assert len(shown) < 20
+
+
+def test_the_plan_shows_the_current_code_and_the_checked_sketch_under_the_step():
+    step = {
+        "title": "Expire",
+        "detail": "Make tokens expire.",
+        "files": ["todo/auth.py"],
+        "target": {"kind": "definition", "name": "TokenStore.issue", "path": "todo/auth.py"},
+        "code": {"path": "todo/auth.py", "start": 15, "lines": list(CODE.lines)},
+        "sketch": {
+            "before": ["        token = str(user)"],
+            "after": ["        token = (str(user), now())"],
+            "start": 16,
+            "checked": True,
+        },
+    }
+    markdown = render_plan({"steps": [step]}, FileSet(["todo/auth.py"]))
+    assert "   Now, `TokenStore.issue` at `todo/auth.py:15-17`:" in markdown
+    assert "   16          token = str(user)" in markdown
+    assert "   Change sketch (its lines match the code above):" in markdown
+    assert "   -        token = str(user)\n   +        token = (str(user), now())" in markdown
+
+
+@pytest.mark.django_db
+def test_a_sketch_that_does_not_match_is_asked_again_with_the_mismatch_then_flagged(
+    session_on_codebase,
+):
+    session, path = session_on_codebase
+    FakeProvider.script(
+        "fake",
+        {"before": ["token = make(user)"], "after": ["token = 1"]},
+        {"before": ["still = wrong"], "after": ["token = 1"]},
+    )
+    data = {"steps": [_targeting(path)]}
+    step = sketch_steps(session, agent_for(session, "A"), data, key="sketch:1")["steps"][0]
+    prompts = FakeProvider.prompts(schema="ChangeSketch")
+    assert len(prompts) == 2
+    assert "`token = make(user)` is not a line of `issue`" in prompts[-1]
+    assert step["sketch"]["checked"] is False
+    assert "`still = wrong` is not a line" in step["sketch"]["problem"]
+    assert step["code"]["lines"][0].startswith("def issue")
+
+
+@pytest.mark.django_db
+def test_a_matching_sketch_is_asked_for_once_with_the_definitions_numbered_code(
+    session_on_codebase,
+):
+    session, path = session_on_codebase
+    FakeProvider.script("fake", {"before": ["return token"], "after": ["return token or None"]})
+    data = {"steps": [_targeting(path)]}
+    step = sketch_steps(session, agent_for(session, "A"), data, key="sketch:1")["steps"][0]
+    prompt = FakeProvider.prompts(schema="ChangeSketch")[-1]
+    assert len(FakeProvider.prompts(schema="ChangeSketch")) == 1
+    assert "1  def issue(user):" in prompt  # its real line numbers
+    assert session.task in prompt and "Step 1 of the plan: Expire" in prompt
+    assert step["sketch"] == {
+        "before": ["    return token"],
+        "after": ["    return token or None"],
+        "start": 3,
+        "checked": True,
+    }
+
+
+def _targeting(path):
+    return {
+        "title": "Expire",
+        "detail": "Tokens expire.",
+        "files": [path],
+        "target": {"kind": "definition", "name": "issue", "path": path, "start": 1, "end": 3},
+    }
+
+
+@pytest.fixture
+def session_on_codebase(user, db):
+    from conversations.models import PlanningSession, PlanningState
+    from rag.models import Codebase, CodeFile
+
+    FakeProvider.reset()
+    codebase = Codebase.objects.create(owner=user, name="todo", status="ready")
+    content = "def issue(user):\n    token = str(user)\n    return token\n"
+    CodeFile.objects.create(
+        codebase=codebase, path="todo/auth.py", content=content, line_count=3, size=len(content)
+    )
+    session = PlanningSession.objects.create(
+        owner=user,
+        codebase=codebase,
+        task="Make tokens expire",
+        agent_a_profile="fake",
+        agent_b_profile="fake",
+        status="running",
+    )
+    PlanningState.objects.create(session=session)
+    return session, "todo/auth.py"
