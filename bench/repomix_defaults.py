@@ -5,7 +5,7 @@ files its directory listing still names; the target is 0 refused).
     .venv/bin/python bench/repomix_defaults.py [--work /tmp/planagents-repomix-bench]
         [--repomix "npx --yes repomix"] [--src DIR ...] [NAME ...]
 
-Each NAME is a PyPI project whose source distribution is fetched (`pip download --no-deps
+Each NAME is a PyPI project (or a requirement: `requests==2.5.0`) whose source distribution is fetched (`pip download --no-deps
 --no-binary NAME`) and unpacked; each --src is a source folder already on disk (by default
 the unpacked sdists under /work/corpus/src, one per project). Every tree is packed with
 Repomix's DEFAULTS (XML style, security check on) and judged as the upload form judges it
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -52,7 +53,7 @@ def fetch(name: str, work: Path) -> Path:
         subprocess.run(
             # --no-binary NAME, not :all:: the sdist's build tools may come as wheels.
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-             name, "-d", str(downloads), name],
+             re.split(r"[=<>!~]", name)[0], "-d", str(downloads), name],
             check=True,
         )  # fmt: skip
     archive = next(downloads.iterdir())
@@ -105,7 +106,7 @@ def main() -> None:
         refused += bool(reason)
         roles = classify([(f.path, f.content) for f in parsed.files])
         vendored = [f.path for f, role in zip(parsed.files, roles, strict=True) if role == "vendored"]
-        folders = Counter("/".join(p.split("/")[:3]) for p in vendored)
+        folders = Counter("/".join(p.split("/")[:-1][:3]) for p in vendored)
         listed = len(parsed.listed or []) + len(parsed.left_out)
         print(
             f"{label:<24} {listed:>6} {len(parsed.files):>6} {len(parsed.left_out):>8} "

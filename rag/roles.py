@@ -122,7 +122,13 @@ def reason_for(
             return f"{inside} holds a project of its own (it has its own licence file)"
         if _VERSIONED_LIBRARY.search(pure.name):
             return "named for a library release"
-        return "opens with a library's licence banner"
+        if content and bundled_library(content):
+            return "opens with a library's licence banner"
+        # vendored_packages' folders, when the caller has not passed them in `nested`.
+        return (
+            "inside a package copied from another project: it has its own version, README, "
+            "licence or a library's name, and imports nothing of the code around it"
+        )
     if role == "generated":
         folder = next((d for d in pure.parts[:-1] if d in _GENERATED_DIRS), "")
         if folder:
@@ -139,10 +145,10 @@ def classify(
     files: Sequence[tuple[str, str]], overrides: Mapping[str, str] | None = None
 ) -> list[str]:
     """The role of each (path, content), in order: every file alone, then the folders that hold
-    another project (vendored), then `overrides`."""
+    another project (vendored: `nested_projects`, `vendored_packages`), then `overrides`."""
     roles = [role_for(path, content) for path, content in files]
     paths = [path for path, _ in files]
-    nested = nested_projects(paths, roles)
+    nested = nested_projects(paths, roles) + sorted(vendored_packages(files))
     if nested:
         for n, path in enumerate(paths):
             if roles[n] not in LEXICAL_ONLY and _inside(path, nested):
@@ -180,6 +186,113 @@ def nested_projects(paths: Sequence[str], roles: Sequence[str]) -> list[str]:
         for path, role in zip(paths, roles, strict=True)
     )
     return outer if own_source else []
+
+
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.M)
+_VERSION_ASSIGNMENT = re.compile(r"^__version__\s*(?::[^=\n]*)?=", re.M)
+_VERSION_MODULES = frozenset({"_version.py", "__version__.py", "version.py", "__about__.py"})
+_README_FILE = re.compile(r"^readme(\.\w+)?$", re.I)
+KNOWN_DISTRIBUTIONS = frozenset(
+    """six urllib3 chardet charset_normalizer idna certifi requests packaging pyparsing
+    colorama distlib distro msgpack rich pygments tomli tomli_w typing_extensions
+    more_itertools jaraco zipp importlib_metadata importlib_resources appdirs platformdirs
+    cachecontrol resolvelib truststore pkg_resources wheel attr attrs click jinja2 markupsafe
+    simplejson dateutil pytz tqdm ordered_set wrapt cachetools lockfile html5lib
+    webencodings contextlib2 ply pycparser configobj docopt tabulate termcolor colorlog
+    portalocker filelock pexpect ptyprocess sortedcontainers bidict boltons tenacity
+    backoff""".split()  # noqa: SIM905 (a word list reads best)
+)  # fmt: skip
+"""Import names of libraries often copied into other projects (pip's, setuptools' and
+requests' vendored sets, among others): a package of one of these names inside another
+package, importing nothing of its host, is a copy."""
+
+
+def vendored_packages(files: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Python packages ("pkg/packages/urllib3/") that are a copy of another project living
+    inside this one, wherever they are and whatever their folder is called, with why.
+
+    A candidate is a package (it has `__init__.py`) inside another package. It is a copy when
+    its code never reaches into its host (no absolute import of the host's top package, no
+    relative import climbing out of it: a project's own subpackage almost always does one or
+    the other) and it shows a second sign that it was made elsewhere: its own version
+    (`__version__` in its `__init__.py`, or a `_version.py`), its own README or licence, an
+    absolute import of itself by its bare name (code written to be installed on its own, as
+    `urllib3` is, then copied under `pkg/packages/`), or the name of a library that is often
+    vendored. The outermost such package wins."""
+    contents = {path: content for path, content in files}
+    packages = {
+        path[: -len("__init__.py")]
+        for path in contents
+        if PurePosixPath(path).name == "__init__.py"
+    }
+    candidates = {p for p in packages if _parent_folder(p) in packages}
+    if not candidates:
+        return {}
+    by_package: dict[str, list[str]] = {c: [] for c in candidates}
+    for path in contents:
+        for candidate in _ancestors(path):
+            if candidate in by_package:
+                by_package[candidate].append(path)
+    found: dict[str, str] = {}
+    for package in sorted(candidates, key=len):
+        if any(package.startswith(f) for f in found):
+            continue  # inside a copy already found
+        reason = _copy_reason(package, by_package[package], contents, packages)
+        if reason:
+            found[package] = reason
+    return found
+
+
+def _copy_reason(
+    package: str, paths: Sequence[str], contents: Mapping[str, str], packages: set[str]
+) -> str:
+    name = PurePosixPath(package).name
+    host = _top_package(package, packages)
+    self_import = False
+    for path in paths:
+        if not path.endswith(".py"):
+            continue
+        depth = path[len(package) :].count("/")  # folders between the package and the file
+        for match in _IMPORT.finditer(contents[path]):
+            dots, module, plain = match.group(1), match.group(2), match.group(3)
+            if dots:
+                if len(dots) - 1 > depth:
+                    return ""  # climbs out of the package into its host
+                continue
+            top = (module or plain or "").split(".")[0]
+            if top == host:
+                return ""  # uses its host: the project's own code
+            self_import = self_import or top == name
+    names = {PurePosixPath(p).name for p in paths if p.count("/") == package.count("/")}
+    init = contents.get(f"{package}__init__.py", "")
+    if names & _VERSION_MODULES or _VERSION_ASSIGNMENT.search(init):
+        return "a package with its own version that imports nothing of the code around it"
+    if any(_README_FILE.match(n) or _LICENSE_FILE.match(n) for n in names):
+        return "a package with its own README or licence that imports nothing of the code around it"
+    if self_import and name not in {PurePosixPath(p).name for p in packages if "/" not in p[:-1]}:
+        return f"its code imports itself as the top-level package “{name}”, yet it sits inside another package"
+    if name.lower() in KNOWN_DISTRIBUTIONS:
+        return f"named for the library “{name}” and imports nothing of the code around it"
+    return ""
+
+
+def _parent_folder(folder: str) -> str:
+    """ "a/b/c/" → "a/b/"; "a/" → "" (the root)."""
+    parent = PurePosixPath(folder).parent.as_posix()
+    return "" if parent == "." else parent + "/"
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: n + 1]) + "/" for n in range(len(parts))]
+
+
+def _top_package(package: str, packages: set[str]) -> str:
+    """The name of the outermost package holding `package` (its host project's import name)."""
+    top = package
+    while _parent_folder(top) in packages:
+        top = _parent_folder(top)
+    return PurePosixPath(top).name
 
 
 def override_for(path: str, overrides: Mapping[str, str]) -> str | None:
