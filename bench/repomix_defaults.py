@@ -105,7 +105,9 @@ def main() -> None:
         reason = incompleteness([data])
         refused += bool(reason)
         roles = classify([(f.path, f.content) for f in parsed.files])
-        vendored = [f.path for f, role in zip(parsed.files, roles, strict=True) if role == "vendored"]
+        vendored = [
+            f.path for f, role in zip(parsed.files, roles, strict=True) if role == "vendored"
+        ]
         folders = Counter("/".join(p.split("/")[:-1][:3]) for p in vendored)
         listed = len(parsed.listed or []) + len(parsed.left_out)
         print(
@@ -115,7 +117,9 @@ def main() -> None:
         if parsed.left_out:
             print(f"{'':<24} left out: {', '.join(parsed.left_out[:8])}")
         if folders:
-            print(f"{'':<24} vendored under: {', '.join(f'{f}/ ({n})' for f, n in folders.most_common(6))}")
+            print(
+                f"{'':<24} vendored under: {', '.join(f'{f}/ ({n})' for f, n in folders.most_common(6))}"
+            )
     print(f"\n{refused} of {len(sources)} default packs refused")
 
 
