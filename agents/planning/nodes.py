@@ -4,6 +4,7 @@ PlanningState and, where it branches, which node comes next."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from django.conf import settings
@@ -50,10 +51,12 @@ from conversations.store import message_payload
 from planagents.streaming import publish
 from rag import index as rag_index
 from rag import profile as rag_profile
+from rag.models import CodeFile
 from rag.navigation import Navigator
 from rag.paths import FileSet, find_citations
 from rag.pins import PinnedItem
 from rag.retrieval import Hit, closest_paths, rerank_paths
+from rag.roles import LEXICAL_ONLY
 
 PROPOSAL_TOKENS = 1200
 PLAN_TOKENS = 1600
@@ -74,6 +77,7 @@ class NodeContext:
     """The codebase's pins this session shows its agents ([P1]…)."""
     _definitions: dict[str, Definition] | None = field(default=None, repr=False)
     _candidates: tuple[tuple[int, int], tuple[str, ...]] | None = field(default=None, repr=False)
+    _aside: frozenset[str] | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, session: PlanningSession, state: PlanningState) -> NodeContext:
@@ -109,8 +113,24 @@ class NodeContext:
         if self._candidates is None or self._candidates[0] != key:
             found = candidate_paths(self.evidence, [h.path for h in self.hits])
             ordered = rerank_paths(self.session.codebase, self.session.task, found)
-            self._candidates = (key, tuple(p for p in ordered if p in self.paths))
+            aside = self.set_aside()
+            self._candidates = (
+                key,
+                tuple(p for p in ordered if p in self.paths and p not in aside),
+            )
         return self._candidates[1]
+
+    def set_aside(self) -> frozenset[str]:
+        """Vendored and generated files the task does not name: a plan never changes them
+        (a fix goes in the project's own code, or upstream), so they are offered to no
+        proposal or plan and left out of one's Files. The index knows each file's role."""
+        if self._aside is None:
+            kept = CodeFile.objects.filter(
+                codebase_id=self.session.codebase_id, role__in=LEXICAL_ONLY
+            ).values_list("path", flat=True)
+            task = self.session.task
+            self._aside = frozenset(p for p in kept if not _named_in(p, task))
+        return self._aside
 
     def file_schema(self, schema: type[Proposal] | type[PlanDraft]) -> type[Any]:
         """`schema` with its files held to the candidates and each step's symbol to the
@@ -143,11 +163,15 @@ class NodeContext:
             self.candidates() if self.evidence else (),
         )
         files = []
+        aside = self.set_aside()
         for entry in data.get("files") or []:
             resolved = self.paths.resolve(str(entry.get("path", "")))
+            if resolved.path in aside:
+                continue
             if entry.get("action") == "create" and resolved.found:
                 entry = {**entry, "path": resolved.path, "action": "modify"}
             files.append(entry)
+        data = _without_step_files(data, aside, self.paths)
         if not files and self.evidence:
             for item in self.evidence:
                 if (
@@ -557,6 +581,32 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     )
     publish(ctx.session.pk, {"type": "plan.updated", "version": plan.version})
     return NodeResult({})
+
+
+def _named_in(path: str, task: str) -> bool:
+    """Whether the task names the file: its path, or its name with a folder or an extension
+    that makes it unambiguous enough to count (`packages/urllib3/util.py`, `util.py`)."""
+    return path in task or (PurePosixPath(path).name in task and "." in PurePosixPath(path).name)
+
+
+def _without_step_files(
+    data: dict[str, Any], aside: frozenset[str], paths: FileSet
+) -> dict[str, Any]:
+    """`data` whose steps no longer list files set aside (with_step_files would add them back
+    to Files)."""
+    if not aside:
+        return data
+    steps = []
+    for step in data.get("steps") or []:
+        if isinstance(step, dict) and step.get("files"):
+            kept = [
+                f
+                for f in step["files"]
+                if not (isinstance(f, str) and paths.resolve(f).path in aside)
+            ]
+            step = {**step, "files": kept}
+        steps.append(step)
+    return {**data, "steps": steps}
 
 
 def _cited_line(step: dict[str, Any]) -> int | None:

@@ -1,0 +1,62 @@
+"""Vendored and generated files stay out of a plan: never offered to the model, and dropped
+from its Files and its steps, unless the task names them."""
+
+import pytest
+
+from agents.planning.nodes import NodeContext
+from conversations.models import PlanningSession, PlanningState
+from rag.models import Codebase, CodeFile
+from rag.paths import FileSet
+
+FILES = {
+    "requests/sessions.py": "source",
+    "requests/packages/urllib3/util.py": "vendored",
+    "docs/_build/index.html": "generated",
+}
+
+
+def context(user, task):
+    codebase = Codebase.objects.create(owner=user, name="requests", status="ready")
+    for path, role in FILES.items():
+        CodeFile.objects.create(codebase=codebase, path=path, role=role, content="x = 1\n")
+    session = PlanningSession.objects.create(
+        owner=user, codebase=codebase, task=task, agent_a_profile="fake", agent_b_profile="fake"
+    )
+    return NodeContext(session, PlanningState.objects.create(session=session), paths=FileSet(FILES))
+
+
+def plan():
+    return {
+        "steps": [
+            {
+                "title": "Fix",
+                "detail": "Encode the header.",
+                "files": ["requests/sessions.py", "requests/packages/urllib3/util.py"],
+            }
+        ],
+        "files": [
+            {"path": "requests/packages/urllib3/util.py", "action": "modify", "reason": "?"},
+            {"path": "docs/_build/index.html", "action": "delete", "reason": "?"},
+            {"path": "requests/sessions.py", "action": "modify", "reason": "the fix"},
+        ],
+    }
+
+
+@pytest.mark.django_db
+def test_vendored_and_generated_files_leave_the_plans_files_and_steps(user):
+    ctx = context(user, "Sessions send a str header as bytes")
+    data = ctx.fill_files(plan())
+    assert [f["path"] for f in data["files"]] == ["requests/sessions.py"]
+    assert data["steps"][0]["files"] == ["requests/sessions.py"]
+    assert ctx.set_aside() == {"requests/packages/urllib3/util.py", "docs/_build/index.html"}
+
+
+@pytest.mark.django_db
+def test_a_vendored_file_the_task_names_stays_in(user):
+    ctx = context(user, "The bug is in requests/packages/urllib3/util.py, in `split_first`")
+    data = ctx.fill_files(plan())
+    assert [f["path"] for f in data["files"]] == [
+        "requests/packages/urllib3/util.py",
+        "requests/sessions.py",
+    ]
+    assert ctx.set_aside() == {"docs/_build/index.html"}
