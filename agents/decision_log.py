@@ -3,19 +3,28 @@ what Agent B objected, what the verification pass made of each objection (keep /
 discard, stored on its "verify" message) and what the human asked to change. Nothing here is
 written by a model at finalize time: each row points back at messages the human saw.
 
-The verification pass does not always run (no evidence, or nothing it could cut into
-objections). B's objections still count then: each is a row, resolved by what Agent A's next
-proposal (or the plan) did, where code can tell — it adds or drops a file the objection names
-(changed), or it is the same proposal again (dropped) — and "open — not verified" otherwise."""
+Only real objections are rows (agents.objections): B's apology, refusal, question back, praise
+or restatement of the proposal is none, even where an older verification pass judged it. A
+review with no real objection is one row saying "no objection raised", never a kept objection.
+
+The verification pass does not always run (no evidence). B's objections still count then: each
+is a row, resolved by what Agent A's next proposal (or the plan) did, where code can tell — it
+adds or drops a file the objection names (changed), or it is the same proposal again (dropped)
+— and "open — not verified" otherwise.
+
+A human's note is "changed" only when Agent A's next proposal (or the plan) took it up, as far
+as code can tell: it differs from the proposal before the note in its files or steps, and it
+newly mentions a word the note uses. Otherwise the row says "note not applied"."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from agents.verification import objections
+from agents.objections import NO_OBJECTION, is_real, objections
 from conversations.models import Message, PlanningSession
 from rag.paths import find_citations, tidy
+from rag.vietnamese import fold
 
 RESOLUTION = {"keep": "kept", "update": "changed", "discard": "dropped"}
 """A verdict as the Decisions table says it: the objection kept, changed by the check, dropped."""
@@ -23,6 +32,8 @@ CONTROL = ("Stopped the session.", "Approved the proposal.", "Write the plan", "
 """Buttons the human pressed, recorded as messages: not decisions."""
 OPEN = "open — not verified"
 """An objection nobody checked and whose fate the next proposal does not show."""
+NOT_APPLIED = "note not applied"
+"""A human's note that the next proposal (or the plan) shows no sign of."""
 REVIEW_NODES = ("", "review_and_refine")
 """Agent B's critiques: a debate turn, or the planning workflow's review."""
 ANSWER_NODES = ("", "propose_changes", "finalize_plan", "debate_plan")
@@ -30,6 +41,7 @@ ANSWER_NODES = ("", "propose_changes", "finalize_plan", "debate_plan")
 CELL_CHARS = 200
 _EVIDENCE = re.compile(r"\[E\d{1,4}(?:\s*,\s*E\d{1,4})*\]")
 _PATHISH = re.compile(r"[\w.+@~/-]{1,300}")
+_WORD = re.compile(r"\w{2,40}")
 
 
 def evidence_in(*texts: str) -> list[str]:
@@ -61,34 +73,41 @@ def _proposal_of(message: Message) -> str:
 
 
 def decision_log(session: PlanningSession) -> list[dict[str, Any]]:
-    """One row per objection and per change the human asked for, in the order they happened,
-    each with the proposal it answered."""
+    """One row per real objection, per review that raised none, and per change the human asked
+    for, in the order they happened, each with the proposal it answered."""
     rows: list[dict[str, Any]] = []
     proposed = ""
     proposal: Message | None = None
+    said = session.task
     pending: list[tuple[dict[str, Any], str]] = []  # B's unchecked objections (row, text)
+    reviewed: list[dict[str, Any]] = []  # the rows of B's latest review
+    notes: list[tuple[dict[str, Any], str, Message | None]] = []  # (row, note, proposal then)
     first_user = True
     messages = session.messages.filter(state=Message.State.COMPLETE).order_by("seq")
     for m in messages:
         if m.role == Message.Role.AGENT and m.agent == "A" and m.node in ANSWER_NODES:
             for row, objection in pending:
                 row.update(_answered(objection, proposal, m))
-            pending = []
+            for row, note, before in notes:
+                row["resolution"] = "changed" if _took_up(note, before, m) else NOT_APPLIED
+            pending, notes = [], []
             if m.node in ("", "propose_changes"):
                 proposed, proposal = _proposal_of(m), m
         elif m.role == Message.Role.AGENT and m.agent == "B" and m.node in REVIEW_NODES:
             said = f"{proposal.content if proposal is not None else ''}\n{session.task}"
-            pending = [
-                (_objection_row(text, proposed), text)
-                for text in objections(m.content, restating=said)
-            ]
-            rows += [row for row, _ in pending]
+            found = objections(m.content, restating=said)
+            pending = [(_objection_row(text, proposed), text) for text in found]
+            reviewed = [row for row, _ in pending] or [_no_objection_row(proposed)]
+            rows += reviewed
         elif m.role == Message.Role.SYSTEM and m.node == "verify":
-            # The verification pass judged this review's objections: its verdicts are the rows.
-            rows = [r for r in rows if not any(r is row for row, _ in pending)]
+            # The verification pass judged this review's objections: its verdicts are the rows,
+            # those of real objections (an older pass judged apologies and restatements too).
+            rows = [r for r in rows if not any(r is row for row in reviewed)]
             pending = []
-            for verdict in (m.data or {}).get("verdicts", []):
-                rows.append(_verdict_row(verdict, proposed))
+            verdicts = (m.data or {}).get("verdicts", [])
+            real = [v for v in verdicts if is_real(str(v.get("objection", "")), said)]
+            reviewed = [_verdict_row(verdict, proposed) for verdict in real]
+            rows += reviewed or [_no_objection_row(proposed)]
         elif m.role == Message.Role.USER:
             if first_user:  # the task itself
                 first_user = False
@@ -97,17 +116,71 @@ def decision_log(session: PlanningSession) -> list[dict[str, Any]]:
             if not text or text.startswith(CONTROL):
                 continue
             text = text.removeprefix("Requested changes: ")
-            rows.append(
-                {
-                    "decision": _short(text),
-                    "proposed": proposed or "—",
-                    "objection": "—",
-                    "resolution": "changed",
-                    "by": "human",
-                    "evidence": evidence_in(text),
-                }
-            )
-    return rows
+            row = {
+                "decision": _short(text),
+                "proposed": proposed or "—",
+                "objection": "—",
+                "resolution": NOT_APPLIED,
+                "by": "human",
+                "evidence": evidence_in(text),
+            }
+            rows.append(row)
+            notes.append((row, text, proposal))
+    return _without_repeats(rows)
+
+
+def _without_repeats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same "no objection raised" row for the same proposal once: two reviews of one
+    proposal that both raised nothing say one thing."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for row in rows:
+        if row["objection"] == NO_OBJECTION:
+            key = (row["proposed"], row["objection"])
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(row)
+    return kept
+
+
+def _no_objection_row(proposed: str) -> dict[str, Any]:
+    return {
+        "decision": "Proposal stands",
+        "proposed": proposed or "—",
+        "objection": NO_OBJECTION,
+        "resolution": "—",
+        "by": "Agent B",
+        "evidence": [],
+    }
+
+
+def _steps(message: Message | None) -> list[tuple[str, str]] | None:
+    data = message.data if message is not None and isinstance(message.data, dict) else {}
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return None
+    return [
+        (str(s.get("title", "")), str(s.get("detail", ""))) for s in steps if isinstance(s, dict)
+    ]
+
+
+def _took_up(note: str, before: Message | None, after: Message) -> bool:
+    """Whether `after` (Agent A's next proposal, or the plan) answers a human's `note` made
+    about the proposal `before`: it differs in its files or steps (in its text, for prose),
+    and it newly mentions a word the note uses ("Count per IP" → "… per IP address")."""
+    old_text = fold(before.content) if before is not None else ""
+    new_text = fold(after.content)
+    if before is not None:
+        old_files, new_files = _files(before), _files(after)
+        if old_files is not None and new_files is not None:
+            differs = old_files != new_files or _steps(before) != _steps(after)
+        else:
+            differs = " ".join(old_text.split()) != " ".join(new_text.split())
+        if not differs:
+            return False
+    old_words, new_words = set(_WORD.findall(old_text)), set(_WORD.findall(new_text))
+    return any(w in new_words and w not in old_words for w in _WORD.findall(fold(note)))
 
 
 def _objection_row(objection: str, proposed: str) -> dict[str, Any]:

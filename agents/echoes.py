@@ -1,6 +1,7 @@
 """Replies that answer nothing: a copy of the message they were asked to answer, a
 placeholder from the instructions written out literally ("path:line", "<path>", "TODO: fill"),
-or a stock refusal ("I'm sorry, but I cannot assist with that") to an ordinary engineering
+or a stock refusal ("I'm sorry, but I cannot assist with that", "I am sorry, but I do not have
+enough information…", "Could you please provide more context?") to an ordinary engineering
 request. Small models do all three (the 0.5B model refused a code review after being told its
 first review was a copy). agents.turns redoes such a turn once with a correction and, if the redo
 is no better, keeps it with a visible flag.
@@ -29,12 +30,17 @@ _PLACEHOLDER = re.compile(
     r"|\bTODO:?[ \t]*(?i:fill)\b"
     r"|\[(?i:insert|fill in)\b[^\]\n]{0,40}\]"
 )
-# A refusal is a short reply that opens with a stock apology or inability; a long reply that
+# A refusal is a short reply that opens with a stock apology, an inability, a claim of too
+# little information, or a request for more ("Could you please provide…"); a long reply that
 # declines one point among many is an answer.
 _REFUSAL = re.compile(
-    r"(?i)^\W{0,3}(?:I[’']?m sorry|I am sorry|sorry|unfortunately|as an ai)?[ ,]*"
-    r"(?:but )?I (?:can[’']?t|cannot|can not|am unable to|[’']?m unable to|won[’']?t)"
+    r"(?i)^\W{0,3}(?:I[’']?m sorry|I am sorry|I apologi[sz]e|sorry|unfortunately|as an ai)?"
+    r"[ ,]*(?:but )?"
+    r"(?:I (?:can[’']?t|cannot|can not|am unable to|[’']?m unable to|won[’']?t)"
     r" (?:assist|help|provide|do|comply|fulfil|fulfill|complete)"
+    r"|I (?:do not|don[’']t) have (?:enough|sufficient|the necessary|any) "
+    r"(?:information|context|details)"
+    r"|(?:could|can|would) you (?:please )?provide)"
 )
 REFUSAL_MAX_WORDS = 40
 

@@ -1,9 +1,10 @@
 """Run one agent turn against a provider: stream free text, or stream a structured reply that
 is re-rendered as markdown while its JSON grows. Both persist through TurnStream.
 
-A text reply that copies the message it answers, or writes out a placeholder from the
-instructions, is redone once with a correction appended to the prompt (agents.echoes); a redo
-no better than the first is kept, flagged on the page. Invalid JSON gets one repair call
+A text reply that copies the message it answers, writes out a placeholder from the
+instructions, refuses, or (for a review) raises no real objection to what it reviews, is redone
+once with a correction appended to the prompt (agents.echoes, agents.objections); a redo no
+better than the first is kept, flagged on the page. Invalid JSON gets one repair call
 (agents.providers.base.structured_reply, the one repair path).
 
 Every call is made by agents.call_policy.call (budget, time limits, retries before the first
@@ -26,8 +27,9 @@ from pydantic_core import from_json
 from agents import trace
 from agents.budget import TimeLimitReached, charge_tokens
 from agents.call_policy import call, fallback_for, falls_back
-from agents.echoes import check_reply
+from agents.echoes import Problem, check_reply
 from agents.errors import BudgetSpent, TurnCancelled, TurnFailed
+from agents.objections import review_problem
 from agents.providers import estimate_cost, get_provider
 from agents.providers.base import (
     CallOptions,
@@ -57,6 +59,7 @@ REDO_REASONS = {
     "echo": "it copied the message it answers",
     "placeholder": "it wrote out a placeholder from the instructions",
     "refusal": "it refused instead of answering",
+    "no_objection": "it raised no objection to the proposal",
 }
 
 
@@ -311,11 +314,18 @@ def text_turn(
     stoppable: bool = True,
     answering: str = "",
     answering_label: str = "the other agent's message",
+    reviewing: bool = False,
 ) -> Message:
     """Stream a free-text reply into a message (or return the one a previous run finished).
     Stoppable turns end early when the human presses Stop; the stop summary itself is not.
     `answering` is the message this reply answers (labelled `answering_label` for the model):
-    a reply that copies it, or that holds a literal placeholder, is redone once."""
+    a reply that copies it, holds a literal placeholder or refuses is redone once. With
+    `reviewing` the reply is a review of `answering`, and one that raises no real objection
+    to it (agents.objections) is redone once too."""
+
+    def problem_of(text: str) -> Problem | None:
+        found = check_reply(text, answering, answering_label)
+        return found or (review_problem(text, answering) if reviewing else None)
 
     def write(
         provider: LLMProvider,
@@ -342,7 +352,7 @@ def text_turn(
             )
 
         text = complete(messages)
-        problem = check_reply(text, answering, answering_label)
+        problem = problem_of(text)
         if problem is not None:
             log.info(
                 "session %s, turn %s: redoing a reply (%s)", session.pk, turn_key, problem.kind
@@ -365,7 +375,7 @@ def text_turn(
                 ChatMessage("user", problem.correction),
             ]
             text = complete(redo)
-            problem = check_reply(text, answering, answering_label)
+            problem = problem_of(text)
         fields: dict[str, Any] = {"content": text.strip() or "(no reply)"}
         if problem is not None:
             fields["content"] += f"\n\n_{problem.note}_"

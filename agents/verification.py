@@ -7,10 +7,11 @@ citation parser (rag.paths through agents.citations).
 
 Objections: before Agent A revises, each of Agent B's objections is checked against the evidence
 in one small structured call (keep / update with the correction / discard with the reason).
-Objections are cut from B's review by code (bullet or numbered lines, else sentences) and sent as
-a numbered list with the evidence summarised, so the 0.5B model judges short items one by one.
-Only kept and updated objections reach A; the verdicts are shown as a system message (node
-"verify")."""
+Objections are cut from B's review by code (agents.objections: bullet or numbered lines, else
+sentences, and only those that object to something) and sent as a numbered list with the
+evidence summarised, so the 0.5B model judges short items one by one. Only kept and updated
+objections reach A; the verdicts are shown as a system message (node "verify"), and so is a
+review that raised no objection at all ("no objection raised")."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from agents.citations import extract_citations
-from agents.echoes import ECHO_SHARE, MIN_WORDS, copied_share, shingles
 from agents.investigation.evidence import Evidence
+from agents.objections import MAX_OBJECTIONS, NO_OBJECTION, objections
 from agents.providers import get_provider
 from agents.providers.base import CallOptions, ChatMessage, ProviderError
 from agents.runtime import TurnStream
@@ -36,14 +37,12 @@ from rag.models import CodeFile
 log = logging.getLogger(__name__)
 
 NODE = "verify"
-MAX_OBJECTIONS = 6
-OBJECTION_CHARS = 240
 EVIDENCE_ITEM_CHARS = 240
 EVIDENCE_CHARS = 1500
 
 _EVIDENCE_REF = re.compile(r"\[(E\d{1,4}(?:\s*,\s*E\d{1,4})*)\]")
-_BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+(.+)$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+NO_OBJECTION_NOTE = f"({NO_OBJECTION.capitalize()}: Agent B's review objects to nothing in it.)"
+"""What reaches Agent A in place of objections when the review held none."""
 
 
 # ---------------------------------------------------------------- citations
@@ -160,41 +159,6 @@ class Checked:
         return self.correction if self.verdict == "update" and self.correction else self.objection
 
 
-def objections(review: str, limit: int = MAX_OBJECTIONS, *, restating: str = "") -> list[str]:
-    """Agent B's objections, cut by code: its bullet or numbered lines when it wrote some, else
-    its sentences. Flags the app appended are left out, and so is a line that only restates
-    `restating` (the proposal it reviews and the task): the 0.5B model's "review" repeats the
-    proposal's own sentences as bullets, which object to nothing."""
-    lines = [ln for ln in review.splitlines() if not ln.lstrip().startswith("_Flagged")]
-    items: list[str] = []
-    for line in lines:
-        match = _BULLET.match(line)
-        if match:
-            items.append(match[1].strip())
-        elif items and line.strip() and line[:1].isspace():  # a bullet's continuation
-            items[-1] += " " + line.strip()
-    if not items:
-        text = " ".join(ln.strip() for ln in lines if ln.strip())
-        items = [s.strip() for s in _SENTENCE_END.split(text)]
-    # The same line twice is one objection (a small model that loops repeats its list).
-    items = list(dict.fromkeys(_clip(i) for i in items if len(i.split()) >= 3))
-    if restating:
-        items = [i for i in items if not restates(i, restating)]
-    return items[:limit]
-
-
-def restates(item: str, said: str) -> bool:
-    """Whether `item` says nothing that `said` did not: most of its word 3-grams are there (or,
-    for a short line, all of them). An objection that quotes a few of the proposal's words to
-    say what is wrong with them is not a restatement."""
-    mine = shingles(item)
-    if not mine:
-        return False
-    if len(mine) < MIN_WORDS:
-        return mine <= shingles(said)
-    return copied_share(item, said) >= ECHO_SHARE
-
-
 def verify_prompt(items: list[str], evidence: list[Evidence]) -> list[ChatMessage]:
     parts: list[str] = []
     used = 0
@@ -228,14 +192,26 @@ def verify_objections(
     turn_key: str,
     restating: str = "",
 ) -> list[Checked] | None:
-    """The objections of `review` with their verdicts, shown as a system message; None when
-    there is nothing to check (no evidence, or no objection). Runs once per turn key."""
+    """The real objections of `review` (agents.objections) with their verdicts, shown as a
+    system message. [] when the review holds no real objection: the page says "no objection
+    raised" and nothing is sent to the model. None when there is no evidence to check them
+    against. Runs once per turn key."""
     stream = TurnStream(session.pk, turn_key=turn_key, role=Message.Role.SYSTEM, node=NODE)
     done = stream.existing()
     if done is not None:
         return [Checked(**c) for c in done.data.get("verdicts", [])]
     items = objections(review, restating=restating)
-    if not evidence or not items:
+    if not items:
+        # An apology, a refusal or praise is no objection: none is verified, none reaches A.
+        stream.open()
+        stream.finish(
+            content=f"**Agent B: {NO_OBJECTION}.** Its review objects to nothing in the "
+            "proposal (an apology, a refusal, a question back, agreement or the proposal said "
+            "again is not an objection), so there is nothing to check.",
+            data={"verdicts": [], "no_objection": True},
+        )
+        return []
+    if not evidence:
         return None
     options = CallOptions(max_tokens=VERDICT_TOKENS * len(items) + 30, temperature=0.0)
     note = ""
@@ -264,7 +240,10 @@ def verify_objections(
 
 
 def kept(checked: list[Checked]) -> str:
-    """The objections that reach Agent A, numbered; "" when none survived."""
+    """The objections that reach Agent A, numbered; "" when none survived the check, and
+    NO_OBJECTION_NOTE when the review raised none."""
+    if not checked:
+        return NO_OBJECTION_NOTE
     texts = [c.text for c in checked if c.verdict != "discard"]
     return "\n".join(f"{n}. {t}" for n, t in enumerate(texts, 1))
 
@@ -288,7 +267,3 @@ def _checked(text: str, verdict: Verdict | None) -> Checked:
     if verdict.verdict == "update" and not verdict.correction.strip():
         return Checked(text, "keep", reason=verdict.reason)
     return Checked(text, verdict.verdict, verdict.correction.strip(), verdict.reason.strip())
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= OBJECTION_CHARS else text[: OBJECTION_CHARS - 1].rstrip() + "…"

@@ -71,6 +71,11 @@ def test_real_citations_and_code_are_not_placeholders():
         "Sorry, I can't help with that.",
         "I am unable to provide a review of this code.",
         "Unfortunately, I cannot complete this task.",
+        # Seen on real projects as the reviewer's whole reply (issue 18):
+        "I am sorry, but I do not have enough information to review this proposal. Could you "
+        "please provide me with more context about the codebase?",
+        "I apologize, but I am unable to assist with reviewing this code.",
+        "Could you please provide me with more context about the changes you want?",
     ],
 )
 def test_a_stock_refusal_is_a_problem(reply):

@@ -2,7 +2,7 @@
 off the code (evidence, Files vs steps, the import graph's tests), never a guess."""
 
 from agents.investigation.evidence import Evidence
-from agents.review_checks import checks_block, review_points
+from agents.review_checks import action_risks, checks_block, review_points
 from rag.navigation import RelatedResult
 from rag.navigation import TestLink as Link
 from rag.paths import FileSet
@@ -101,3 +101,60 @@ def test_deleting_a_file_other_files_import_is_pointed_out_with_its_importers():
     )
     assert not any("is deleted" in p for p in points(both))
     assert not any("is deleted" in p for p in points(proposal("todo/storage.py")))
+
+
+BUG_FIX = {"type": "bug_fix", "language": "en"}
+FIX_TASK = "Fix: expired tokens are still accepted by the login view"
+
+
+def plan(*steps, files):
+    return {
+        "steps": [{"title": t, "detail": d, "files": f} for t, d, f in steps],
+        "files": [{"path": p, "action": a, "reason": "r"} for p, a in files],
+    }
+
+
+def test_a_bug_fix_plan_that_deletes_the_file_to_fix_is_returned_as_a_risk():
+    data = plan(
+        ("Check expiry", "In `todo/auth.py:4`.", ["todo/auth.py"]),
+        ("Drop the store", "Remove the module.", ["todo/storage.py"]),
+        files=[("todo/auth.py", "modify"), ("todo/storage.py", "delete")],
+    )
+    assert action_risks(FIX_TASK, BUG_FIX, data) == [
+        "Step 2 deletes `todo/storage.py`, which the task does not ask for; a bug fix usually "
+        "modifies it."
+    ]
+    # No step names it: the plan as a whole does.
+    unnamed = plan(files=[("todo/storage.py", "delete")])
+    assert action_risks(FIX_TASK, BUG_FIX, unnamed)[0].startswith("The plan deletes `todo/")
+
+
+def test_a_bug_fix_step_that_renames_a_public_name_is_returned_as_a_risk():
+    data = plan(
+        ("Rename", "Rename `TokenStore.check` to `validate` in `todo/auth.py:4`.", []),
+        ("Tidy", "Rename the helper `_expiry` to `_expires_at`.", []),
+        files=[("todo/auth.py", "modify")],
+    )
+    assert action_risks(FIX_TASK, BUG_FIX, data) == [
+        "Step 1 renames `TokenStore.check`, a public name, which the task does not ask for; a "
+        "bug fix keeps public names so that their callers do not break."
+    ]  # `_expiry` is private: renaming it breaks no caller
+
+
+def test_a_task_that_asks_for_the_action_or_is_no_bug_fix_has_no_action_risk():
+    data = plan(("Drop", "Drop `todo/storage.py`.", []), files=[("todo/storage.py", "delete")])
+    assert action_risks("Fix the login bug and delete todo/storage.py", BUG_FIX, data) == []
+    assert action_risks("Sửa lỗi đăng nhập và xóa tệp cũ", {"type": "bug_fix", "language": "vi"},
+                        data) == []  # fmt: skip
+    assert action_risks("Refactor the token store", {"type": "refactor"}, data) == []
+    assert action_risks(FIX_TASK, BUG_FIX, plan(files=[("todo/auth.py", "modify")])) == []
+
+
+def test_the_reviewer_is_asked_about_an_action_the_bug_fix_does_not_call_for():
+    data = proposal("todo/auth.py", action="delete", detail="Delete `todo/auth.py`.")
+    said = review_points(data, [], PATHS, related, task=FIX_TASK, analysis=BUG_FIX)
+    assert said[0] == (
+        "Step 1 deletes `todo/auth.py`, which the task does not ask for; a bug fix usually "
+        "modifies it."
+    )
+    assert not any("does not ask" in p for p in points(data))  # without the task: not judged

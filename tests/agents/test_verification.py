@@ -4,13 +4,18 @@ counted, and Agent B's objections are cut into a numbered list by code."""
 import pytest
 
 from agents.investigation.evidence import Evidence
+from agents.objections import NO_OBJECTION
+from agents.providers.fake import FakeProvider
+from agents.turns import Agent
 from agents.verification import (
+    NO_OBJECTION_NOTE,
     Checked,
     cited_evidence,
     flag_citations,
     kept,
     objections,
     render,
+    verify_objections,
 )
 from conversations.models import Message, PlanningSession
 from rag.models import Codebase, CodeFile
@@ -116,3 +121,30 @@ def test_only_kept_and_updated_objections_reach_agent_a():
     shown = render(checked)
     assert "2. discarded — Redis stores the tokens. (E1 shows a dict)" in shown
     assert "3. updated — Tests are missing. → Tests exist but skip expiry." in shown
+
+
+REFUSAL = (
+    "I am sorry, but I do not have enough information to review this proposal. "
+    "Could you please provide me with more context about the codebase?"
+)
+
+
+def test_an_apology_or_a_question_back_is_never_an_objection():
+    review = f"{REFUSAL}\nI apologize, but I am unable to assist. TokenStore never expires [E1]."
+    assert objections(review) == ["TokenStore never expires [E1]."]
+
+
+@pytest.mark.django_db
+def test_a_review_with_no_real_objection_reaches_no_check_and_the_page_says_so(session):
+    checked = verify_objections(
+        session, Agent("A", "fake"), REFUSAL, [item(1)], turn_key="verify:1"
+    )
+    assert checked == []
+    assert FakeProvider.calls() == []  # nothing was sent to the model to judge
+    (shown,) = session.messages.filter(node="verify")
+    assert f"Agent B: {NO_OBJECTION}." in shown.content
+    assert shown.data == {"verdicts": [], "no_objection": True}
+    # What reaches Agent A says so, instead of the refusal or "every objection was discarded".
+    assert kept(checked) == NO_OBJECTION_NOTE
+    again = verify_objections(session, Agent("A", "fake"), REFUSAL, [], turn_key="verify:1")
+    assert again == [] and session.messages.filter(node="verify").count() == 1

@@ -1,0 +1,326 @@
+"""Which sentences of Agent B's review object to the proposal, read by code with no model.
+
+The small local model's "review" is often no review: an apology, a refusal ("I am sorry, but I
+do not have enough information…"), a question back to the user ("Could you please provide me
+with more context…?"), praise, or the proposal said again. None of that is an objection, so
+none of it is verified, sent to Agent A, or written into the plan's Decisions table.
+
+A review is cut into items (its bullet or numbered lines, else its sentences), each item into
+clauses at a contrast ("…, but …"), and a clause objects when it says something against the
+proposal or the code:
+
+- never when it is about the reviewer, not the proposal: an apology, an inability ("I cannot
+  assist", "I do not have enough information"), or a request for more from the user;
+- when it has a critique form: a negation or a deficiency ("does not", "missing", "forgets",
+  "breaks", "instead"), a critical question ("Why does…?"), or an obligation, a change asked
+  for or a consequence foreseen ("should", "must", "use …", "would") that no approval softens
+  ("This should work fine." approves);
+- when it names code (a path, a `symbol`, an identifier, [E#], a step, a test) and neither
+  approves ("The change to `x.py` is correct.") nor narrates the proposal or the task ("The
+  proposal modifies `x.py`.");
+- and not otherwise (praise, agreement, filler).
+
+An item that only restates what it reviews (most of its word 3-grams are in the proposal or the
+task) is not an objection either. English forms always apply; Vietnamese ones, matched with
+their diacritics folded away as agents.analysis does, apply to Vietnamese reviews only, since
+unaccented syllables ("no", "sai", "nen") are English words too. Every pattern is linear.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agents.echoes import ECHO_SHARE, MIN_WORDS, Problem, copied_share, shingles
+from agents.language import detect_language
+from rag.vietnamese import fold
+
+MAX_OBJECTIONS = 6
+OBJECTION_CHARS = 240
+NO_OBJECTION = "no objection raised"
+"""What the page and the plan say when a review holds no real objection."""
+
+_BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+(.+)$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_APP_NOTE = re.compile(r"^\s*_(?:Flagged|No objection raised)\b")
+"""A note the app appended to a reply (a flag, "No objection raised: …"): not the reviewer's."""
+
+
+def _words(*alternatives: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)")
+
+
+# Everything below matches folded text: lower case, no diacritics ("Tôi" → "toi").
+_CONTRAST = re.compile(r"[,;:]?\s+(?:but|however|although|though|yet|nhung|tuy nhien)(?!\w),?\s*")
+_APOLOGY_LEAD = re.compile(
+    r"^\W*(?:(?:i am|i[’']m|we are|we[’']re) )?(?:very |so |really |truly )?"
+    r"(?:sorry|apologies|unfortunately|xin loi|rat tiec)(?!\w)[,;:.!]?\s*"
+)
+_SELF = {
+    "en": _words(
+        r"(?:i|we) (?:sincerely |truly )?apologi[sz]e",
+        r"(?:i am|i[’']m|we are|we[’']re) (?:very |so |really )?(?:sorry|not able|unable)",
+        r"as an ai",
+        r"(?:i|we) (?:can ?not|can[’']t|could not|couldn[’']t|won[’']t|am unable to|"
+        r"[’']m unable to|are unable to) (?:\w+ )?(?:assist|help|provide|review|comply|complete|"
+        r"answer|evaluate|assess|determine|comment|give|offer|fulfil|fulfill|perform|proceed|"
+        r"continue|understand|access|say|tell|judge|do (?:this|that|so))",
+        r"i (?:do not|don[’']t) have",
+        r"i (?:would |will )?need (?:more|additional|further|the full|to see|access|enough)",
+    ),
+    "vi": _words(
+        r"(?:toi|chung toi) (?:khong the|khong co|chua co|can them|can xem)",
+        r"(?:toi )?xin loi",
+        r"rat tiec",
+    ),
+}
+"""The reviewer speaking of itself: an apology, an inability, a lack of information."""
+_REQUEST = {
+    "en": _words(
+        r"(?:could|can|would|will) you (?:please )?(?:provide|share|send|give|clarify|specify|"
+        r"tell|confirm|elaborate|paste|upload|describe|let me know)",
+        r"please (?:provide|share|send|give|clarify|specify|paste|upload|let me know)",
+        r"(?:more|additional|further|enough|sufficient) (?:context|information|info|details)",
+    ),
+    "vi": _words(
+        r"(?:ban|anh|chi) (?:co the )?(?:vui long )?(?:cung cap|chia se|gui|lam ro|cho biet)",
+        r"vui long (?:cung cap|chia se|gui|lam ro|cho biet)",
+        r"them (?:thong tin|ngu canh|chi tiet)",
+    ),
+}
+"""A request back to the user for more to go on."""
+_APPROVAL = {
+    "en": _words(
+        r"(?:is|are|looks?|seems?|sounds?|appears?) (?:\w+ )?(?:good|great|fine|correct|solid|"
+        r"sound|reasonable|sensible|ok|okay|right|clear|appropriate|adequate|complete|thorough|"
+        r"well[- ]\w+)",
+        r"(?:i|we) (?:fully |completely )?agree(?: with)?",
+        r"agreed",
+        r"lgtm",
+        r"makes sense",
+        r"(?:would |should |will )?works? (?:fine|well|correctly|as expected)",
+        r"(?:would|should|will) work",
+        r"well done",
+        r"good (?:job|work|proposal|plan|approach|start)",
+        r"no (?:further |other |major |real |more )?(?:objections?|concerns?|issues?|problems?|"
+        r"comments?)",
+        r"no (?:further |other )?changes? (?:are |is )?(?:needed|required|necessary)",
+        r"^\W*(?:good|great|fine|ok|okay|yes|correct|nice)",
+    ),
+    "vi": _words(
+        r"dong y",
+        r"hop ly",
+        r"tot",
+        r"on",
+        r"chinh xac",
+        r"khong co (?:van de|y kien|phan doi|gi)",
+        r"khong can (?:thay doi|sua)",
+    ),
+}
+"""Praise or agreement: removed before the critique forms are looked for, so "no concerns"
+is not read as a negation."""
+_CRITIQUE = {
+    "en": _words(
+        r"not",
+        r"cannot",
+        r"\w+n[’']t",
+        r"never",
+        r"nothing",
+        r"none",
+        r"no longer",
+        r"without",
+        r"missing",
+        r"miss(?:es|ed)?",
+        r"lacks?",
+        r"lacking",
+        r"forget(?:s|ting)?",
+        r"forgot(?:ten)?",
+        r"ignor(?:es|ed|ing)",
+        r"overlook\w*",
+        r"omit\w*",
+        r"leaves? out",
+        r"left out",
+        r"fails?(?: to)?",
+        r"break(?:s|ing)?",
+        r"broken",
+        r"wrong",
+        r"incorrect\w*",
+        r"instead",
+        r"rather than",
+        r"unnecessary",
+        r"redundant",
+        r"unsafe",
+        r"risk\w*",
+        r"leak\w*",
+        r"race",
+        r"too (?:broad|narrow|many|few|much|little|late|early)",
+        r"^\W*(?:why|what about|what happens|how (?:does|do|will|would|is|are)|"
+        r"did (?:you|agent a) consider|has (?:anyone|agent a) considered)",
+    ),
+    "vi": _words(
+        r"khong",
+        r"chua",
+        r"thieu",
+        r"quen",
+        r"bo sot",
+        r"bo qua",
+        r"sai",
+        r"thay vi",
+        r"tai sao",
+    ),
+}
+"""A negation, a deficiency, a contrast with what should be, a critical question."""
+_NO = _words("no")
+"""A negation in English only: folded Vietnamese "no" is "nó" (it)."""
+_OBLIGATION = {
+    "en": _words(
+        r"should",
+        r"must",
+        r"needs? to",
+        r"ha(?:ve|s) to",
+        r"ought to",
+        r"(?:i|we) (?:suggest|recommend)",
+        # A consequence foreseen: "so two workers would each allow five attempts".
+        r"would",
+        r"could",
+        r"might",
+        r"better to",
+        r"consider\w*",
+        # An imperative opening the clause: the reviewer asks for a change.
+        r"^\W*(?:please )?(?:use|add|move|replace|remove|delete|drop|keep|handle|reset|call|"
+        r"check|change|rename|split|extract|cover|include|update|wrap|guard|validate|catch|"
+        r"raise|return|fix|avoid|test|document|log)",
+    ),
+    "vi": _words(r"nen", r"phai", r"can phai", r"de nghi", r"thay bang"),
+}
+"""An obligation, a change asked for or a consequence foreseen: critique unless an approval
+softens it ("This should work fine.")."""
+_NARRATION = {
+    "en": re.compile(
+        r"^\W*(?:(?:the|this|that|agent a[’']?s?) )?(?:proposal|proposed (?:change|fix|plan)|"
+        r"plan|change|changes|patch|fix|task|issue|approach|solution|step \d+)(?!\w)"
+        r"|^\W*(?:agent a|it|they|the user)(?!\w)"
+    ),
+    "vi": re.compile(r"^\W*(?:de xuat|ke hoach|nhiem vu|thay doi|buoc \d+|agent a|no)(?!\w)"),
+}
+"""A clause about what the proposal or the task is: narration, unless it criticises."""
+_CODE = re.compile(
+    r"`[^`\n]{1,200}`"
+    r"|\[E\d{1,4}\]"
+    r"|(?<![\w/])[\w.-]+/[\w./-]*\w"
+    r"|(?<![\w.])[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|cs|c|h|cpp|hpp|swift|"
+    r"scala|sql|sh|toml|cfg|ini|json|ya?ml|md|rst|txt|html|css)(?!\w)"
+    r"|(?<!\w)[A-Za-z]\w*_\w+"  # snake_case
+    r"|(?<!\w)[a-z]+[A-Z]\w*"  # camelCase
+    r"|(?<!\w)[A-Z][a-z0-9]+[A-Z]\w*"  # CamelCase
+    r"|(?<!\w)\w+\(\)"
+)
+_STEP_OR_TEST = _words(r"step \d+", r"buoc \d+", r"tests?", r"testing", r"kiem thu")
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= OBJECTION_CHARS else text[: OBJECTION_CHARS - 1].rstrip() + "…"
+
+
+def cut(review: str) -> list[str]:
+    """The items of a review: its bullet or numbered lines when it wrote some, else its
+    sentences; each once (a small model that loops repeats its list), notes the app appended
+    left out, items under three words dropped."""
+    lines = [ln for ln in review.splitlines() if not _APP_NOTE.match(ln)]
+    items: list[str] = []
+    for line in lines:
+        match = _BULLET.match(line)
+        if match:
+            items.append(match[1].strip())
+        elif items and line.strip() and line[:1].isspace():  # a bullet's continuation
+            items[-1] += " " + line.strip()
+    if not items:
+        text = " ".join(ln.strip() for ln in lines if ln.strip())
+        items = [s.strip() for s in _SENTENCE_END.split(text)]
+    return list(dict.fromkeys(_clip(i) for i in items if len(i.split()) >= 3))
+
+
+def _objecting_clause(clause: str, original: str, language: str) -> bool:
+    langs = ("en", "vi") if language == "vi" else ("en",)
+    if any(_SELF[lang].search(clause) or _REQUEST[lang].search(clause) for lang in langs):
+        return False
+    rest = clause
+    for lang in langs:
+        rest = _APPROVAL[lang].sub(" ", rest)
+    approving = rest != clause
+    if any(_CRITIQUE[lang].search(rest) for lang in langs):
+        return True
+    if language != "vi" and _NO.search(rest):
+        return True
+    if not approving and any(_OBLIGATION[lang].search(rest) for lang in langs):
+        return True
+    names_code = bool(_CODE.search(original) or _STEP_OR_TEST.search(clause))
+    narrates = any(_NARRATION[lang].match(clause) for lang in langs)
+    return names_code and not approving and not narrates
+
+
+def is_objection(sentence: str, language: str = "") -> bool:
+    """Whether `sentence` objects to the proposal (see the module's docstring). `language` is
+    the review's ("en" or "vi"); by default the sentence's own."""
+    language = language or detect_language(sentence)
+    text = fold(sentence)
+    # Folding keeps offsets for text typed in composed form; where it does not, the original
+    # clause only feeds the code pattern, so the whole sentence serves.
+    same = len(text) == len(sentence)
+    lead = _APOLOGY_LEAD.match(text)
+    if lead:  # "Sorry, but step 2 deletes `x.py`": the apology is a preface, judge the rest
+        text = text[lead.end() :]
+        sentence = sentence[lead.end() :] if same else sentence
+    clauses, originals, start = [], [], 0
+    for match in _CONTRAST.finditer(text):
+        clauses.append(text[start : match.start()])
+        originals.append(sentence[start : match.start()] if same else sentence)
+        start = match.end()
+    clauses.append(text[start:])
+    originals.append(sentence[start:] if same else sentence)
+    return any(
+        _objecting_clause(c.strip(), o, language) for c, o in zip(clauses, originals, strict=True)
+    )
+
+
+def restates(item: str, said: str) -> bool:
+    """Whether `item` says nothing that `said` did not: most of its word 3-grams are there (or,
+    for a short line, all of them). An objection that quotes a few of the proposal's words to
+    say what is wrong with them is not a restatement."""
+    mine = shingles(item)
+    if not mine:
+        return False
+    if len(mine) < MIN_WORDS:
+        return mine <= shingles(said)
+    return copied_share(item, said) >= ECHO_SHARE
+
+
+def is_real(item: str, restating: str = "", language: str = "") -> bool:
+    """Whether an item cut from a review is a real objection: it objects, and it is not the
+    proposal or the task (`restating`) said again."""
+    return is_objection(item, language) and not (restating and restates(item, restating))
+
+
+def objections(review: str, limit: int = MAX_OBJECTIONS, *, restating: str = "") -> list[str]:
+    """Agent B's real objections to the proposal, at most `limit`: the items of `review` (see
+    `cut`) that object to something (`is_objection`) and do not only restate `restating` (the
+    proposal it reviews and the task: the 0.5B model's "review" repeats the proposal's own
+    sentences as bullets, which object to nothing)."""
+    language = detect_language(review)
+    return [i for i in cut(review) if is_real(i, restating, language)][:limit]
+
+
+def review_problem(review: str, reviewed: str = "") -> Problem | None:
+    """A review that raises no real objection to what it reviews (`reviewed`: the proposal and
+    the task), as a problem agents.turns redoes once; None when it objects to something."""
+    if objections(review, restating=reviewed):
+        return None
+    return Problem(
+        "no_objection",
+        "Your previous reply raised no objection to the proposal: it apologised, declined, "
+        "asked for more, agreed, or said the proposal again. You have the code and the "
+        "proposal above. Name what is wrong or missing in the proposal (a file, a function, a "
+        "step or a test), citing the code. If nothing is wrong, write one sentence naming "
+        "the step you checked and why it holds.",
+        f"{NO_OBJECTION.capitalize()}: asked once for a concrete objection, the review still "
+        "raised none.",
+    )

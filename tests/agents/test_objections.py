@@ -1,0 +1,121 @@
+"""Only real objections: a review sentence that apologises, refuses, asks the user for more,
+praises or restates the proposal is no objection; one that criticises the proposal or names
+the code it is about is. The reviews below are shaped like the small local model's replies
+seen on real projects (issue 18)."""
+
+import pytest
+
+from agents.objections import NO_OBJECTION, cut, is_objection, objections, review_problem
+
+PROPOSAL = (
+    "**Proposal.** Throttle failed logins in `app/auth.py`.\n"
+    "1. **Count failures** — Wrap the login handler at `app/auth.py:12` with a counter."
+)
+TASK = "Add rate limiting to login"
+
+REFUSAL = (
+    "I am sorry, but I do not have enough information to review this proposal. "
+    "Could you please provide me with more context about the codebase and the changes?"
+)
+APOLOGY = "I apologize, but I am unable to assist with reviewing this code."
+PRAISE = (
+    "The proposal looks good and addresses the task. I have no objections to this proposal. "
+    "This should work fine."
+)
+RESTATED = (
+    "- Agent A proposes to wrap the login handler in `app/auth.py` with a counter.\n"
+    "- The proposal modifies `app/auth.py` to throttle failed logins."
+)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I am sorry, but I do not have enough information to review this proposal.",
+        "Could you please provide me with more context about the codebase and the changes?",
+        "I apologize, but I am unable to assist with reviewing this code.",
+        "I'm sorry, but I cannot assist with that request.",
+        "Unfortunately, I would need to see the full code of `app/auth.py` first.",
+        "The proposal looks good and addresses the task.",
+        "I have no objections to this proposal.",
+        "This should work fine.",
+        "The change to `app/auth.py` is correct.",
+        "The proposal modifies `app/auth.py` to throttle failed logins.",
+        "Xin lỗi, tôi không thể đánh giá đề xuất này.",
+        "Bạn có thể cung cấp thêm thông tin về mã nguồn không?",
+        "Đề xuất này hợp lý.",
+        "Đề xuất sửa `app/auth.py` để giới hạn đăng nhập.",
+    ],
+)
+def test_a_sentence_about_the_reviewer_or_praise_or_narration_is_no_objection(sentence):
+    assert not is_objection(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The proposal forgets the tests!",
+        "TokenStore keeps tokens forever.",
+        "The login view is in api/views.py.",
+        "The counter must reset after a good login.",
+        "Counters in memory break with two workers.",
+        "`pylint/testutils/decorator.py` is in Files, but no step changes it.",
+        "Why does step 2 leave `auth.py` alone?",
+        "Use the database instead of a dict.",
+        "Sorry, but step 2 deletes `auth.py`, which breaks its importers.",
+        "The proposal looks good, but it never resets the counter after a good login.",
+        "Đề xuất thiếu kiểm thử cho hàm `login()`.",
+        "Nên đặt lại bộ đếm sau khi đăng nhập thành công.",
+    ],
+)
+def test_a_critique_or_a_sentence_about_the_code_is_an_objection(sentence):
+    assert is_objection(sentence)
+
+
+def test_a_refusal_an_apology_or_praise_yields_no_objections():
+    for review in (REFUSAL, APOLOGY, PRAISE):
+        assert objections(review, restating=f"{PROPOSAL}\n{TASK}") == []
+
+
+def test_a_review_that_restates_the_proposal_yields_no_objections():
+    assert objections(RESTATED, restating=f"{PROPOSAL}\n{TASK}") == []
+
+
+def test_the_real_objections_of_a_mixed_review_are_kept_in_order():
+    review = (
+        "I am sorry, but I do not have enough information about the deployment.\n"
+        "- The proposal forgets `tests/test_auth.py`: add a failing-login test there.\n"
+        "- The proposal looks good overall.\n"
+        "- Counters in memory break with two worker processes."
+    )
+    assert objections(review, restating=f"{PROPOSAL}\n{TASK}") == [
+        "The proposal forgets `tests/test_auth.py`: add a failing-login test there.",
+        "Counters in memory break with two worker processes.",
+    ]
+
+
+def test_a_vietnamese_review_is_judged_in_vietnamese():
+    review = (
+        "Xin lỗi, tôi không thể đánh giá đầy đủ. "
+        "Đề xuất thiếu kiểm thử cho hàm `login()` trong `app/auth.py`."
+    )
+    assert objections(review) == ["Đề xuất thiếu kiểm thử cho hàm `login()` trong `app/auth.py`."]
+
+
+def test_a_note_the_app_appended_is_not_read_as_the_reviewers():
+    review = f"{PRAISE}\n\n_{NO_OBJECTION.capitalize()}: asked once, the review raised none._"
+    assert cut(review) == [
+        "The proposal looks good and addresses the task.",
+        "I have no objections to this proposal.",
+        "This should work fine.",
+    ]
+
+
+def test_a_review_with_no_real_objection_is_a_problem_to_redo_and_says_so():
+    problem = review_problem(REFUSAL, f"{PROPOSAL}\n{TASK}")
+    assert problem is not None and problem.kind == "no_objection"
+    assert (
+        "raised no objection" in problem.correction and "a file, a function" in problem.correction
+    )
+    assert problem.note.startswith("No objection raised")
+    assert review_problem("Counters in memory break with two workers.", PROPOSAL) is None

@@ -1,0 +1,69 @@
+"""A review that raises no real objection (an apology, a question back, praise) is redone once,
+with the reason on the page; a redo that still raises none is kept and says "no objection
+raised". Only turns that are reviews (`reviewing=True`) are held to it."""
+
+import pytest
+
+from agents import call_policy, turns
+from agents.providers.base import ChatMessage
+from agents.providers.fake import FakeProvider
+from conversations.models import PlanningSession
+
+pytestmark = pytest.mark.django_db
+
+PROPOSAL = "**Proposal.** Throttle failed logins in `app/auth.py` with an in-memory counter."
+ASK = [ChatMessage("user", f"<proposal>\n{PROPOSAL}\n</proposal>\n\nYour review:")]
+QUESTION_BACK = (
+    "I am sorry, but I do not have enough information to review this proposal. "
+    "Could you please provide me with more context about the codebase?"
+)
+REVIEW = "The counter lives in memory, so it does not hold across two worker processes."
+
+
+@pytest.fixture
+def session(user, codebase):
+    return PlanningSession.objects.create(
+        owner=user, codebase=codebase, title="t", task="Add rate limiting to login.",
+        agent_a_profile="fake", agent_b_profile="fake",
+    )  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def no_sleep(monkeypatch):
+    monkeypatch.setattr(call_policy, "sleep", lambda seconds, should_stop: None)
+
+
+def review(session, *, reviewing=True):
+    return turns.text_turn(
+        session, turns.Agent("B", "fake"), turn_key="review:1", node="review_and_refine",
+        messages=ASK, answering=PROPOSAL, answering_label="Agent A's proposal",
+        reviewing=reviewing,
+    )  # fmt: skip
+
+
+def test_a_review_that_only_asks_for_more_context_is_redone_with_the_reason_shown(session):
+    FakeProvider.script("fake", QUESTION_BACK, REVIEW)
+    message = review(session)
+    correction = FakeProvider.calls("fake")[1].messages[-1].content
+    assert "raised no objection to the proposal" in correction
+    assert message.content == REVIEW
+    assert message.data == {
+        "discarded": [{"reason": "it raised no objection to the proposal", "text": QUESTION_BACK}]
+    }
+
+
+def test_a_redo_that_still_objects_to_nothing_is_kept_and_says_no_objection_raised(session):
+    FakeProvider.script("fake", "The proposal looks good.", "I agree with the proposal.", "never")
+    message = review(session)
+    assert FakeProvider.pending("fake") == 1  # redone once, not looped
+    assert message.content.startswith("I agree with the proposal.")
+    assert "_No objection raised: asked once for a concrete objection" in message.content
+    assert message.data["flags"] == ["no_objection"]
+
+
+def test_a_turn_that_is_not_a_review_is_not_held_to_objecting(session):
+    FakeProvider.script("fake", "The proposal looks good and addresses the task.", "never")
+    assert review(session, reviewing=False).content == (
+        "The proposal looks good and addresses the task."
+    )
+    assert FakeProvider.pending("fake") == 1
