@@ -17,6 +17,9 @@
   const openedCode = new Set(); // seqs of evidence cards whose code the reader opened
   let socket = null;
   let retryDelay = 500;
+  // Logout closes the socket with 4401: it will never reconnect, so nothing says "retrying".
+  let signedOut = false;
+  const SIGNED_OUT = "Signed out — log in again";
   let state = JSON.parse($("initial-state").textContent);
   // A replay sends only the latest messages; older ones after this seq are still being paged
   // in with "history" frames (null: none missing).
@@ -47,11 +50,16 @@
     if (!ev.more && missingAfter === ev.after_seq) missingAfter = null;
   }
 
+  // "The bottom" is the end of the conversation and its controls, not of the page: on a phone
+  // the sidebar stacks below them, and scrolling to the page's end jumped to it.
+  function conversationEnd() {
+    return $("controls").getBoundingClientRect().bottom + window.scrollY;
+  }
   function nearBottom() {
-    return window.innerHeight + window.scrollY >= document.body.scrollHeight - 160;
+    return window.innerHeight + window.scrollY >= conversationEnd() - 160;
   }
   function keepScrolled(wasNear) {
-    if (wasNear) window.scrollTo(0, document.body.scrollHeight);
+    if (wasNear) window.scrollTo(0, Math.max(0, conversationEnd() - window.innerHeight));
   }
 
   function who(m) {
@@ -647,7 +655,7 @@
   function send(frame) {
     $("error").textContent = "";
     if (!socket || socket.readyState !== WebSocket.OPEN) {
-      $("error").textContent = "Not connected; retrying…";
+      $("error").textContent = signedOut ? SIGNED_OUT + " to send this." : "Not connected; retrying…";
       return false;
     }
     socket.send(JSON.stringify(frame));
@@ -695,7 +703,11 @@
     socket.onclose = (e) => {
       $("conn").className = "conn";
       if (e.code === 4401) {
-        $("conn").textContent = "signed out";
+        signedOut = true;
+        $("conn").textContent = SIGNED_OUT;
+        const login = el("a", "", "Log in again");
+        login.href = "/accounts/login/?next=" + encodeURIComponent(location.pathname);
+        $("error").replaceChildren(document.createTextNode("Signed out — "), login);
         return;
       }
       if (e.code === 4404) {
