@@ -14,7 +14,7 @@ import builtins
 import keyword
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
@@ -143,6 +143,9 @@ class KnownNames:
     codebase_id: int | None = None
     extra: set[str] = field(default_factory=set)
     """Names known besides the codebase's: the task's words, new definitions of the plan."""
+    written: Callable[[str], bool] | None = None
+    """Whether some file's text has a name as a word, when not the codebase's files in the
+    database (the grounding bench reads the pack instead)."""
     _seen: dict[str, bool] = field(default_factory=dict)
 
     @contextmanager
@@ -165,7 +168,7 @@ class KnownNames:
         asked = names - self._seen.keys() - self.extra - _KNOWN_WORDS
         if asked:
             with self._db() as db:
-                if db is None and self.codebase_id is None:
+                if db is None and self.codebase_id is None and self.written is None:
                     return set()
                 for name in sorted(asked)[:MAX_NAMES_CHECKED]:
                     self._seen[name] = self._defined(db, name) or self._written(name)
@@ -186,6 +189,8 @@ class KnownNames:
     def _written(self, name: str) -> bool:
         """Whether some file's text has `name` as a whole word. The database narrows the files
         to those holding the string (one pass each), the word check reads only those."""
+        if self.written is not None:
+            return self.written(name)
         if self.codebase_id is None:
             return False
         from rag.models import CodeFile  # noqa: PLC0415 (the module is usable without Django)
@@ -400,6 +405,7 @@ def judge(
     index_folder: Path | None,
     codebase_id: int | None = None,
     related: Any = None,
+    written: Callable[[str], bool] | None = None,
 ) -> Quality:
     """The quality of the plan `data` (its structured form, paths already checked or not).
 
@@ -418,13 +424,15 @@ def judge(
             invented.append(str(entry["path"]))
     invented += [w.path for w in check_written_paths(data, paths) if w.status == "missing"]
 
-    known = KnownNames(index_folder, codebase_id, identifiers(task) | new_definitions(data))
-    written: list[str] = []
+    known = KnownNames(
+        index_folder, codebase_id, identifiers(task) | new_definitions(data), written
+    )
+    coded: list[str] = []
     for _, text in _sentences(data):
-        written += code_names(text)
-    written = list(dict.fromkeys(written))
-    unknown_parts = known.unknown({part for name in written for part in name.split(".")})
-    names = [n for n in written if any(part in unknown_parts for part in n.split("."))]
+        coded += code_names(text)
+    coded = list(dict.fromkeys(coded))
+    unknown_parts = known.unknown({part for name in coded for part in name.split(".")})
+    names = [n for n in coded if any(part in unknown_parts for part in n.split("."))]
 
     return Quality(
         steps=len(steps),

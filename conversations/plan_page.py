@@ -23,10 +23,18 @@ def checks(plan: Plan) -> dict[str, Any]:
         str(f.get("status", "")) for f in data.get("files") or [] if isinstance(f, dict)
     )
     citations = [c for c in data.get("citations") or [] if isinstance(c, dict)]
+    # Paths and names written anywhere else (Testing, Risks, steps…), as the quality line
+    # judged them (agents.plan_quality): a Files table that checks out says nothing of those.
+    quality = data.get("quality") if isinstance(data.get("quality"), dict) else None
+    listed = {str(f.get("path")) for f in data.get("files") or [] if isinstance(f, dict)}
+    elsewhere = [p for p in (quality or {}).get("invented_paths") or [] if p not in listed]
     return {
         "exists": files.get("exists", 0),
         "new": files.get("new", 0),
-        "missing": files.get("missing", 0) + files.get("invalid", 0),
+        "missing": files.get("missing", 0) + files.get("invalid", 0) + len(elsewhere),
+        "missing_elsewhere": elsewhere,
+        "names": list((quality or {}).get("invented_names") or []),
+        "names_checked": quality is not None,
         "citations": len(citations),
         "broken": sum(1 for c in citations if not c.get("exists")),
         "checked": "citations" in data,

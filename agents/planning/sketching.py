@@ -22,6 +22,9 @@ from conversations.models import PlanningSession
 MAX_SKETCHES = 4
 """Sketches per plan: one call each, so a plan of eight steps does not take eight calls."""
 SKETCH_TOKENS = 420
+SKETCH_NODE = "sketch"
+"""The node sketch messages carry: written while the plan is finalized, but not the plan
+itself (the Decisions table reads Agent A's finalize reply as the answer to critiques)."""
 
 
 def sketch_prompt(
@@ -69,7 +72,7 @@ def sketch_step(
             session,
             agent,
             turn_key=key,
-            node="finalize_plan",
+            node=SKETCH_NODE,
             messages=sketch_prompt(session, step, number, code, problems),
             schema=sketch_schema(code),
             render=lambda data, complete: render_sketch_message(number, code, data),
