@@ -479,7 +479,7 @@ def _files_rule(ctx: NodeContext) -> str:
     if ctx.evidence and ctx.candidates():
         symbol = (
             "Each step's symbol is the function or class of the code shown that it changes, "
-            f'or "{NO_SYMBOL}" for new code. '
+            f'"{NEW_DEFINITION}<file>" when it adds a new one to that file, or "{NO_SYMBOL}". '
             if ctx.definitions()
             else ""
         )
