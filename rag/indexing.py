@@ -80,7 +80,10 @@ def _run(codebase_id: int, claimable: QuerySet[Codebase]) -> None:
             if not _claim(claimable):
                 log.info("codebase %s is gone or indexed already; skipping", codebase_id)
                 return
-            _index(codebase_id)
+            try:
+                _index(codebase_id)
+            finally:
+                _remove_if_deleted(codebase_id)
     except leases.LeaseHeld:
         log.info("codebase %s is being indexed by another job; skipping", codebase_id)
         return
@@ -90,11 +93,40 @@ def _run(codebase_id: int, claimable: QuerySet[Codebase]) -> None:
         dispatch(resume_indexing, codebase_id)
 
 
+def _remove_if_deleted(codebase_id: int) -> None:
+    """A codebase deleted while its job ran lost its folder to the delete, but the job kept
+    writing and made it again: once the job stops writing, take it away for good."""
+    if not Codebase.objects.filter(pk=codebase_id).exists():
+        index.delete(codebase_id)
+
+
+def remove_orphan_indexes() -> list[int]:
+    """Remove the index folders of codebases that no longer exist (deleted while a job that
+    died before its clean-up was writing); the ids removed. Folders are listed before the
+    database is asked, and a folder is only ever made for a codebase already stored, so a
+    codebase being created now is never taken for an orphan."""
+    root = Path(settings.PLANAGENTS_INDEX_DIR)
+    if not root.is_dir():
+        return []
+    found = {
+        int(p.name) for p in root.iterdir() if p.is_dir() and p.name.isascii() and p.name.isdigit()
+    }
+    kept = set(Codebase.objects.filter(pk__in=found).values_list("pk", flat=True))
+    orphans = sorted(found - kept)
+    for codebase_id in orphans:
+        index.delete(codebase_id)
+    if orphans:
+        log.info("removed the index folders of %d deleted codebase(s)", len(orphans))
+    return orphans
+
+
 def _index(codebase_id: int) -> None:
     try:
         _build(codebase_id)
     except Superseded:
-        log.info("codebase %s changed while its vectors filled in; stopped", codebase_id)
+        log.info(
+            "codebase %s changed (a new version, a delete) while indexing; stopped", codebase_id
+        )
     except PackError as exc:
         _fail(codebase_id, exc.message)
     except RecursionError:
@@ -104,6 +136,10 @@ def _index(codebase_id: int) -> None:
         log.exception("indexing codebase %s ran out of memory", codebase_id)
         _fail(codebase_id, TOO_BIG)
     except Exception:
+        if not Codebase.objects.filter(pk=codebase_id).exists():
+            # Deleted under us (its rows could no longer be stored): nothing failed.
+            log.info("codebase %s was deleted while indexing; stopped", codebase_id)
+            return
         # The details are for the log: an exception's text is no message for an uploader.
         log.exception("indexing codebase %s failed", codebase_id)
         _fail(codebase_id, UNEXPECTED)
@@ -123,9 +159,13 @@ def _beat(codebase_id: int) -> None:
 
 
 def _progress(codebase_id: int, percent: int, stage: str) -> None:
-    Codebase.objects.filter(pk=codebase_id, status=Status.INDEXING).update(
+    """Record progress; Superseded when the codebase is no longer ours to index (deleted, or
+    a new version took it over), so the job stops instead of writing a folder for nobody."""
+    moved = Codebase.objects.filter(pk=codebase_id, status=Status.INDEXING).update(
         progress=max(0, min(100, percent)), progress_stage=stage, updated_at=timezone.now()
     )
+    if not moved:
+        raise Superseded()
 
 
 def _fail(codebase_id: int, message: str) -> None:
@@ -183,7 +223,9 @@ def resume_vectors_if_stalled(codebase: Codebase) -> bool:
 
 
 def recover_stalled_indexing() -> list[int]:
-    """Dispatch again every codebase whose indexing job died; the ids it dispatched."""
+    """Dispatch again every codebase whose indexing job died; the ids it dispatched. The
+    folders such jobs left for deleted codebases go too (remove_orphan_indexes)."""
+    remove_orphan_indexes()
     cutoff = timezone.now() - stale_after()
     candidates = Codebase.objects.filter(status__in=UNFINISHED, updated_at__lt=cutoff)
     return [pk for pk in candidates.values_list("pk", flat=True) if resume_if_stalled(pk)]
@@ -229,7 +271,8 @@ def _build(codebase_id: int) -> None:
         Vectors keep coming; the ranking uses those there are (rag.api.vector_counts)."""
         _progress(codebase_id, 90, "indexing")
         profile.build_into(index.index_dir(codebase_id), built.records)
-        _store(codebase_id, parsed, built.records)
+        if not _store(codebase_id, parsed, built.records):
+            raise Superseded()
         opened.append(codebase.upload_sha256)
         if any(r.chunks for r in pipeline.searchable(built.records)):
             # Each file was parsed once, for its chunks and the profile; the vectors still to
@@ -266,7 +309,9 @@ class Superseded(Exception):
     """The codebase changed while its vectors were filling in (a new version, a delete)."""
 
 
-def _store(codebase_id: int, parsed: ParseResult, files: list[FileRecord]) -> None:
+def _store(codebase_id: int, parsed: ParseResult, files: list[FileRecord]) -> bool:
+    """Store the rows and mark the codebase ready; False (nothing stored) when it is no longer
+    being indexed by us."""
     with transaction.atomic():
         CodeFile.objects.filter(codebase_id=codebase_id).delete()  # cascades to chunks
         rows = CodeFile.objects.bulk_create(
@@ -323,3 +368,4 @@ def _store(codebase_id: int, parsed: ParseResult, files: list[FileRecord]) -> No
             # Someone else changed the codebase meanwhile (deleted it, or a stale takeover):
             # keep their state rather than ours.
             transaction.set_rollback(True)
+    return done == 1
