@@ -118,3 +118,15 @@ def test_a_headline_is_cut_at_a_word_boundary_with_an_ellipsis():
     assert cut == "Add rate limiting to the login endpoint so that brute force attempts are…"
     assert len(cut) <= 80 and task.startswith(cut.removesuffix("…"))
     assert headline("short task\nsecond line") == "short task"
+
+
+def test_the_session_list_shows_titles_cut_at_a_word_boundary(client, user, bare_codebase):
+    task = (
+        "Add rate limiting to the login endpoint so that brute force attempts are throttled "
+        "per IP address"
+    )
+    make_session(user, bare_codebase, task, GREETING_ANALYSIS)
+    client.force_login(user)
+    html = client.get(reverse("conversations:list")).content.decode()
+    assert "brute force attempts are…</a>" in html
+    assert "attempts are thr…" not in html
