@@ -550,11 +550,12 @@ class Navigator:
             return TextResult(query, [], searched=False)
         hits = verbatim.find(query, self.texts(verbatim.needles(query)), limit=10 * limit)
         if hits:
-            roles = self._roles()
+            roles = self.roles()
             hits.sort(key=lambda h: (not h.whole, _ROLE_ORDER.get(roles.get(h.path, ""), 4)))
         return TextResult(query, hits[:limit], total=len(hits))
 
-    def _roles(self) -> dict[str, str]:
+    def roles(self) -> dict[str, str]:
+        """Every file's role (source, test, docs, vendored, …), by path."""
         with self._db() as db:
             if db is None:
                 return {}
@@ -730,7 +731,9 @@ def _spelling(name: str) -> str:
 
 
 def _qualified(hits: list[SymbolHit], qualifier: list[str]) -> list[SymbolHit]:
-    """The hits whose container or module path ends with the qualifier (`Cart`, `shop.cart`)."""
+    """The hits whose container or module path ends with the qualifier (`Cart`, `shop.cart`),
+    or whose scope holds it in order ending at its innermost part: a package re-exports its
+    modules' names, so `requests.Session` is `requests/sessions.py`'s `Session`."""
     wanted = [q.lower() for q in qualifier]
     chosen = []
     for hit in hits:
@@ -739,9 +742,15 @@ def _qualified(hits: list[SymbolHit], qualifier: list[str]) -> list[SymbolHit]:
         if module and module[-1] in ("__init__", "index", "mod"):
             module = module[:-1]
         scope = module + container
-        if scope[-len(wanted) :] == wanted or container[-len(wanted) :] == wanted:
+        ends = scope[-len(wanted) :] == wanted or container[-len(wanted) :] == wanted
+        if ends or (scope and scope[-1] == wanted[-1] and _in_order(wanted[:-1], scope[:-1])):
             chosen.append(hit)
     return chosen
+
+
+def _in_order(wanted: list[str], scope: list[str]) -> bool:
+    remaining = iter(scope)
+    return all(part in remaining for part in wanted)
 
 
 def _suggest(query: str, names: Sequence[str], n: int = MAX_SUGGESTIONS) -> list[str]:

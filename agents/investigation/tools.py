@@ -14,10 +14,10 @@ secret: CodeFile.withheld_reason) are never shown, and every result is bounded.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from rag import index
+from rag import index, verbatim
 from rag.chunking import split_lines
 from rag.models import Codebase, CodeFile
 from rag.navigation import Navigator, closest_paths
@@ -27,6 +27,8 @@ from rag.retrieval import retrieve
 MAX_LINES = 200
 MAX_CHARS = 6000
 SNIPPET_LINES = 40
+QUOTE_CONTEXT = 3
+"""Lines shown either side of a quoted line found word for word."""
 
 
 @dataclass(frozen=True)
@@ -41,9 +43,15 @@ class Tool:
 
 
 TOOLS: dict[str, Tool] = {
-    "search": Tool("Find code by meaning and words.", "query", "what to look for"),
+    "search": Tool(
+        "Find code by meaning and words; a line of code is found word for word.",
+        "query",
+        "what to look for",
+    ),
     "find_symbol": Tool(
-        "Show where a class or function is defined.", "name", "a class or function name"
+        "Show where a class, function or module-level name is defined.",
+        "name",
+        "a class, method, function or module-level name",
     ),
     "find_references": Tool(
         "List where a class or function is used.", "name", "a class or function name"
@@ -95,7 +103,9 @@ class Workspace:
         rows = CodeFile.objects.filter(codebase=codebase).values_list("path", "withheld_reason")
         readable = [p for p, why in rows if not why]
         withheld = {p: why for p, why in rows if why}
-        return cls(codebase, FileSet(readable), withheld, Navigator(index.index_dir(codebase.pk)))
+        workspace = cls(codebase, FileSet(readable), withheld)
+        workspace.navigator = workspace._nav()
+        return workspace
 
     # -------------------------------------------------------------- dispatch
 
@@ -134,8 +144,15 @@ class Workspace:
     # -------------------------------------------------------------- tools
 
     def search(self, query: str, k: int = 3) -> ToolResult:
+        """Code by meaning and words; a query that is a line of code (`x = str(x)`) and
+        appears word for word answers with the places it appears, citing the first one's
+        line, with QUOTE_CONTEXT lines either side of it shown."""
         if not query.strip():
             return ToolResult("search", query, False, "Nothing to search for: give a query.")
+        if verbatim.statement(query):
+            quoted = self._quoted(query)
+            if quoted is not None:
+                return quoted
         hits = [h for h in retrieve(self.codebase, query, k) if h.path in self.files]
         if not hits:
             return ToolResult("search", query, False, f"No code matches `{query}`.")
@@ -151,6 +168,33 @@ class Workspace:
             top.end_line,
             _clip("\n\n".join(blocks), MAX_CHARS),
         )
+
+    def _quoted(self, line: str) -> ToolResult | None:
+        result = self._nav().find_text(line)
+        hits = [h for h in result.hits if h.path in self.files]
+        if not hits:
+            return None
+        first = hits[0]
+        listing = [f"- {h.location}: {h.text.strip()[:160]}" for h in hits[:10]]
+        low = max(1, first.line - QUOTE_CONTEXT)
+        shown = self._lines(first.path, low, first.line + QUOTE_CONTEXT)
+        return ToolResult(
+            "search",
+            line,
+            True,
+            result.message,
+            first.path,
+            first.line,
+            first.line,
+            "\n".join(listing) + "\n\n" + _numbered(shown, low),
+        )
+
+    def find_text(self, line: str) -> ToolResult:
+        """Where a quoted line of code appears word for word, or "not found"."""
+        quoted = self._quoted(line)
+        if quoted is not None:
+            return quoted
+        return ToolResult("search", line, False, self._nav().find_text(line).message)
 
     def find_symbol(self, name: str) -> ToolResult:
         result = self._nav().find_symbol(name)
@@ -298,7 +342,17 @@ class Workspace:
     # -------------------------------------------------------------- helpers
 
     def _nav(self) -> Navigator:
-        return self.navigator or Navigator(index.index_dir(self.codebase.pk))
+        return self.navigator or Navigator(index.index_dir(self.codebase.pk), texts=self._texts)
+
+    def _texts(self, needles: Sequence[str]) -> Iterator[tuple[str, str]]:
+        """The readable files holding every one of `needles`, narrowed by the database (a
+        `LIKE`, case-insensitive on SQLite: a superset; verbatim.find checks exactly)."""
+        rows = CodeFile.objects.filter(codebase=self.codebase, withheld_reason="")
+        for needle in needles:
+            rows = rows.filter(content__contains=needle)
+        for path, content in rows.values_list("path", "content").iterator(chunk_size=100):
+            if path in self.files:
+                yield path, content
 
     def _resolve(self, path: str) -> tuple[str | None, str]:
         """The readable file `path` means, or None and the message saying why not."""

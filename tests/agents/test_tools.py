@@ -120,3 +120,25 @@ def test_an_unknown_tool_or_empty_argument_never_raises(ws):
     assert "No tool named" in ws.call("grep", "x").message
     assert not ws.call("search", "").found
     assert not ws.call("read_file", "").found
+
+
+def test_search_for_a_quoted_line_cites_the_line_where_it_appears_word_for_word(ws):
+    result = ws.search("token=secrets.token_urlsafe( TOKEN_BYTES )")
+    lines = ws._all_lines("todo/auth.py")
+    number = next(n for n, t in enumerate(lines, 1) if "token_urlsafe" in t)
+    assert result.found and result.location == f"todo/auth.py:{number}-{number}"
+    assert result.message.endswith(f"appears word for word at todo/auth.py:{number}.")
+    assert f"{number}: {lines[number - 1]}" in result.text  # with the lines around it
+    assert f"{number - 1}: " in result.text
+
+
+def test_a_quoted_line_from_a_withheld_file_is_never_shown(ws):
+    result = ws.search("API_KEY = 'sk-live'")
+    assert "todo/secrets.py" not in result.text and result.path != "todo/secrets.py"
+    assert not ws.find_text("API_KEY = 'sk-live'").found
+
+
+def test_find_symbol_takes_a_file_path_with_a_qualified_name(ws):
+    result = ws.find_symbol("todo/auth.py::TokenStore.issue")
+    assert result.found and result.path == "todo/auth.py"
+    assert "def issue" in result.text

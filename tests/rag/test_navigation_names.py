@@ -150,3 +150,10 @@ def test_find_text_without_file_texts_says_it_did_not_look(tmp_path):
 def test_a_quoted_line_is_capped_and_never_a_pattern(nav):
     assert not nav.find_text("x" * (navigation.verbatim.MAX_QUOTE + 1)).searched
     assert not nav.find_text("a.*b(").found  # read as text, not a regular expression
+
+
+def test_a_name_a_package_re_exports_resolves_through_its_module(nav):
+    # `pkg.Session` as users of the package write it: defined in pkg/sessions.py.
+    result = nav.find_symbol("pkg.Session.request")
+    assert result.match == "qualified"
+    assert [h.location for h in result.hits] == ["pkg/sessions.py:5-7"]
