@@ -13,7 +13,7 @@ import builtins
 import keyword
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 
 from django.conf import settings
@@ -21,6 +21,7 @@ from django.conf import settings
 from agents.investigation import clarify, native
 from agents.investigation.evidence import Evidence, EvidencePlan, EvidenceStep, plan_schema
 from agents.investigation.runner import Step, run_steps, tidy_steps
+from agents.investigation.task_names import Named, named_in_task
 from agents.investigation.tools import ToolResult, Workspace
 from agents.prompts import TOOL_GUIDE, evidence_plan_prompt, replan_prompt
 from agents.providers import get_provider
@@ -66,7 +67,7 @@ def investigate(session: PlanningSession, agent: Agent, *, key: str) -> list[Evi
         done = clarify.asked(session.pk, key)
         plan, steps, base = _plan(
             session, agent, key, round_no, summary, evidence, max_steps, done,
-            paths=workspace.files,
+            workspace=workspace,
         )  # fmt: skip
         if steps:
             evidence = _run(session.pk, key, workspace, steps, evidence, base)
@@ -96,7 +97,7 @@ def _plan(
     max_steps: int,
     asked: clarify.Asked | None = None,
     *,
-    paths: Iterable[str] = (),
+    workspace: Workspace | None = None,
 ) -> tuple[EvidencePlan, list[Step], int]:
     """This round's plan, the steps to run (tidied) and the [E#] number they count from: the
     saved ones on a re-run; else one call, replaced by a deterministic plan if unusable: the
@@ -114,6 +115,8 @@ def _plan(
     if done is not None and done.data and "evidence_plan" in done.data:
         saved = [Step(**{**s, "depends_on": tuple(s["depends_on"])}) for s in done.data["steps"]]
         return EvidencePlan.model_validate(done.data["evidence_plan"]), saved, done.data["base"]
+    paths: Iterable[str] = workspace.files if workspace is not None else ()
+    named = task_named(session.task, workspace) if round_no == 1 else []
     provider = get_provider(agent.profile)
     tools = provider.native_tools
     if round_no == 1:
@@ -145,7 +148,7 @@ def _plan(
     except ProviderError as exc:
         log.info("session %s: evidence plan unusable (%s); using the default", session.pk, exc)
         note = f"\n\n_The model's plan was unusable ({str(exc)[:160]}); the app planned instead._"
-        fallback = default_steps(session.task, paths) if round_no == 1 else []
+        fallback = default_steps(session.task, paths, named) if round_no == 1 else []
         plan = EvidencePlan(steps=fallback[:max_steps], next_action="synthesize")
     ran = {(e.tool, e.argument.strip().lower()) for e in evidence}
     planned = [step for step in plan.steps if not copies_the_guide(step.argument)]
@@ -154,9 +157,12 @@ def _plan(
         # What a small model can't be trusted to do: look up the symbols the task names, and
         # search the task itself. Those lookups come first and last around the model's own,
         # and always run: the model's last steps give way to them.
-        anchors = default_steps(session.task, paths)
+        # What the task names explicitly (a file, a quoted line, `Class.method`) earns the
+        # app a third lookup: the issue's own words decide first.
+        anchors = default_steps(session.task, paths, named)
         added = {(a.tool, a.argument) for a in anchors}
-        steps = _with_anchors(planned, anchors, max_steps, ran)
+        lookups = 3 if any(n.found and n.tool for n in named) else 2
+        steps = _with_anchors(planned, anchors, max_steps, ran, lookups)
     else:
         steps = tidy_steps(planned, max_steps, ran)
     base = max((e.number for e in evidence), default=0)
@@ -174,18 +180,23 @@ def _plan(
 
 
 def _with_anchors(
-    own: list[EvidenceStep], anchors: list[EvidenceStep], limit: int, ran: set[tuple[str, str]]
+    own: list[EvidenceStep],
+    anchors: list[EvidenceStep],
+    limit: int,
+    ran: set[tuple[str, str]],
+    lookups: int = 2,
 ) -> list[Step]:
-    """The app's lookups around the model's steps, tidied, at most `limit`: while there are too
-    many, the model's last step is left out (seaborn and pylint's 0.5B plans filled all six
-    slots with lookups of a file the task mentions but the codebase lacks, and the search of
-    the task itself never ran). Later steps depend only on earlier ones, so none loses a
-    dependency."""
-    planned = [*anchors[1:3], *own, anchors[0]]
+    """The app's lookups (the first `lookups` after its search) around the model's steps,
+    tidied, at most `limit`: while there are too many, the model's last step is left out
+    (seaborn and pylint's 0.5B plans filled all six slots with lookups of a file the task
+    mentions but the codebase lacks, and the search of the task itself never ran). Later
+    steps depend only on earlier ones, so none loses a dependency."""
+    first = anchors[1 : 1 + lookups]
+    planned = [*first, *own, anchors[0]]
     steps = tidy_steps(planned, len(planned), ran)
     while len(steps) > limit and own:
         own = own[:-1]
-        planned = [*anchors[1:3], *own, anchors[0]]
+        planned = [*first, *own, anchors[0]]
         steps = tidy_steps(planned, len(planned), ran)
     return steps[:limit]
 
@@ -243,10 +254,26 @@ def copies_the_guide(argument: str) -> bool:
     return written in _GUIDE_WORDS or ("(" in written and written in _GUIDE)
 
 
-def default_steps(task: str, paths: Iterable[str] = ()) -> list[EvidenceStep]:
+def task_named(task: str, workspace: Workspace | None) -> list[Named]:
+    """What the task names, resolved (`task_names.named_in_task`); nothing when the workspace
+    has no index. A failure here costs the session these lookups, never the session."""
+    if workspace is None or workspace.navigator is None:
+        return []
+    try:
+        return named_in_task(task, workspace.files, workspace.navigator)
+    except Exception:
+        log.exception("could not look up what the task names")
+        return []
+
+
+def default_steps(
+    task: str, paths: Iterable[str] = (), named: Sequence[Named] = ()
+) -> list[EvidenceStep]:
     """The plan the app makes when the model's is unusable: search the task, look up the
-    functions a pasted traceback failed in inside this codebase (`paths`), then the symbols the
-    task names (`code`, CamelCase, snake_case)."""
+    functions a pasted traceback failed in inside this codebase (`paths`), then what the task
+    names and the codebase has (`named`: a quoted line, a file, `Class.method`), then the
+    symbols the task names (`code`, CamelCase, snake_case) that `named` did not rule out (a
+    name only an example defines); at most three lookups."""
     steps = [
         EvidenceStep(
             id="E1", tool="search", argument=task.strip()[:150], why="code the task is about",
@@ -254,20 +281,24 @@ def default_steps(task: str, paths: Iterable[str] = ()) -> list[EvidenceStep]:
         )
     ]  # fmt: skip
     failed_in = frame_names(task, paths)
-    names = dict.fromkeys([*failed_in, *(a or b for a, b in _IDENTIFIER.findall(task))])
-    for name in list(names):
+    lookups = [("find_symbol", name, f"where the traceback failed: {name}") for name in failed_in]
+    lookups += [(n.tool, n.argument, n.why) for n in named if n.found and n.tool]
+    ruled_out = {n.written for n in named if not n.found}
+    names = dict.fromkeys(a or b for a, b in _IDENTIFIER.findall(task))
+    for name in names:
         # `None`, `str`, `self`: a lookup of the language's own names finds nothing to plan on.
-        builtin = name in _BUILTINS and name not in failed_in  # a traceback's `map` is ours
-        if keyword.iskeyword(name) or builtin or name in ("self", "cls"):
-            del names[name]
-    for name in list(names)[:3]:
-        steps.append(
-            EvidenceStep(
-                id=f"E{len(steps) + 1}", tool="find_symbol", argument=name,
-                why=f"where the traceback failed: {name}"[:60] if name in failed_in
-                else f"where {name} is defined", kind="independent",
-            )
-        )  # fmt: skip
+        if keyword.iskeyword(name) or name in _BUILTINS or name in ("self", "cls"):
+            continue
+        if name not in ruled_out and name not in failed_in:
+            lookups.append(("find_symbol", name, f"where {name} is defined"))
+    seen: set[tuple[str, str]] = set()
+    for tool, argument, why in lookups:
+        if (tool, argument.lower()) in seen or len(steps) > 3:
+            continue
+        seen.add((tool, argument.lower()))
+        step = {"id": f"E{len(steps) + 1}", "tool": tool, "argument": argument[:160],
+                "why": why[:60], "kind": "independent"}  # fmt: skip
+        steps.append(EvidenceStep.model_validate(step))
     return steps
 
 

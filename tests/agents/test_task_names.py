@@ -1,0 +1,128 @@
+"""The task's own words are looked up before any model plans: the files it names, the
+definitions it writes as code and the lines it quotes, each resolved or said not found; what
+only an example or the task's own snippet defines is not taken for the project's code."""
+
+import pytest
+
+from agents.investigation.task_names import named_files, named_in_task
+from rag import profile
+from rag.navigation import Navigator
+from rag.paths import FileSet
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/mixins.py": "class ClosingMixin:\n    def close(self):\n        return 'closed'\n",
+    "pkg/sessions.py": (
+        "from pkg.mixins import ClosingMixin\n"
+        "\n"
+        "\n"
+        "class Session(ClosingMixin):\n"
+        "    def request(self, x):\n"
+        "        x = str(x)\n"
+        "        return x\n"
+    ),
+    "pkg/compat.py": "import sys\nif sys.version_info[0] == 2:\n    text_type = unicode\nelse:\n    text_type = str\n",
+    "pkg/utils.py": "def join(a, b):\n    return a + b\n",
+    "examples/demo.py": "iris = load('iris')\n\n\ndef plot_demo():\n    y = str(iris)\n",
+    "docs/conf.py": "project = 'pkg'\n",
+}
+
+
+@pytest.fixture
+def world(tmp_path):
+    profile.write(tmp_path, profile.analyze(profile.sources(FILES)))
+    return FileSet(FILES), Navigator(tmp_path, texts=lambda needles: FILES.items())
+
+
+def found(items):
+    return [(n.kind, n.written, n.path, n.line) for n in items if n.found]
+
+
+def test_a_quoted_line_is_found_word_for_word_and_cited_at_its_line(world):
+    paths, nav = world
+    items = named_in_task(
+        "Calling request turns bytes into text: `x=str( x )` is wrong.", paths, nav
+    )
+    line = next(n for n in items if n.kind == "line")
+    assert (line.path, line.line) == ("pkg/sessions.py", 6)
+    assert (line.tool, line.argument) == ("search", "x=str( x )")
+    assert line.reason == "The task quotes line 6 of `pkg/sessions.py`: `x=str( x )`"
+
+
+def test_a_line_quoted_in_a_code_block_or_a_diff_is_found_too(world):
+    paths, nav = world
+    task = "Fix this:\n\n```diff\n-        x = str(x)\n+        x = x.decode()\n```\n"
+    assert ("line", "x = str(x)", "pkg/sessions.py", 6) in found(named_in_task(task, paths, nav))
+
+
+def test_a_file_path_the_task_names_is_looked_up(world):
+    paths, nav = world
+    items = named_in_task("The bug is in sessions.py (see pkg/compat.py:3).", paths, nav)
+    assert found(items) == [
+        ("path", "sessions.py", "pkg/sessions.py", 0),
+        ("path", "pkg/compat.py:3", "pkg/compat.py", 3),
+    ]
+    assert [(n.tool, n.argument) for n in items] == [
+        ("outline", "pkg/sessions.py"),
+        ("read_file", "pkg/compat.py:1-33"),
+    ]
+
+
+def test_names_written_as_code_resolve_an_inherited_method_to_its_mixin(world):
+    paths, nav = world
+    items = named_in_task("`Session.close()` leaks; so does pkg.compat.text_type", paths, nav)
+    names = {n.written: n for n in items if n.kind == "name"}
+    assert (names["Session.close"].path, names["Session.close"].qualified_name) == (
+        "pkg/mixins.py",
+        "ClosingMixin.close",
+    )
+    assert names["pkg.compat.text_type"].path == "pkg/compat.py"
+    assert names["Session.close"].reason == "The task names `Session.close`, defined here"
+
+
+def test_a_name_only_an_example_defines_is_not_looked_up_as_source(world):
+    paths, nav = world
+    task = "```python\niris = load('iris')\nplot_demo()\n```\nThen `iris` and `plot_demo()` fail."
+    items = named_in_task(task, paths, nav)
+    assert found(items) == []
+    notes = {n.written: n.note for n in items}
+    assert notes["iris"] == "defined only in examples, docs or vendored files"
+    assert notes["plot_demo"] == "defined only in examples, docs or vendored files"
+    # The snippet's own line is in examples/ only: no source line to cite.
+    assert "y = str(iris)" not in [n.written for n in items if n.found]
+
+
+def test_another_librarys_dotted_name_does_not_take_a_local_definition(world):
+    paths, nav = world
+    items = named_in_task("It calls `os.path.join(a, b)` on bytes.", paths, nav)
+    assert found(items) == []
+
+
+def test_named_files_gives_each_file_once_with_its_reason(world):
+    paths, nav = world
+    task = "In pkg/sessions.py, `x = str(x)` breaks `Session.request`; `ClosingMixin.close` too."
+    assert named_files(task, paths, nav) == [
+        ("pkg/sessions.py", "The task quotes line 6 of `pkg/sessions.py`: `x = str(x)`"),
+        ("pkg/mixins.py", "The task names `ClosingMixin.close`, defined here"),
+    ]
+
+
+def test_without_file_texts_quoted_lines_are_skipped_not_claimed_missing(world, tmp_path):
+    paths, _ = world
+    bare = Navigator(tmp_path)
+    items = named_in_task("`x = str(x)` in pkg/sessions.py", paths, bare)
+    assert [n.kind for n in items] == ["path"]
+
+
+def test_a_long_task_is_read_in_linear_time(world):
+    paths, nav = world
+    task = "a" * 15000 + "()" + " " * 5000 + "\n" + " " * 8000 + "-" * 3000
+    assert named_in_task(task, paths, nav) == []
+
+
+def test_a_name_the_tasks_own_snippet_assigns_is_its_local_not_the_modules(world):
+    paths, nav = world
+    task = "```python\ntext_type = load()\nshow(text_type)\n```\nWhy does `text_type` print None?"
+    items = {n.written: n for n in named_in_task(task, paths, nav) if n.kind == "name"}
+    assert not items["text_type"].found
+    assert items["text_type"].note == "a name the task's own snippet assigns"
