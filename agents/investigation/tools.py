@@ -44,12 +44,10 @@ class Tool:
 
 TOOLS: dict[str, Tool] = {
     "search": Tool(
-        "Find code by meaning and words; a line of code is found word for word.",
-        "query",
-        "what to look for",
+        "Find code by meaning and words, or a quoted line.", "query", "what to look for"
     ),
     "find_symbol": Tool(
-        "Show where a class, function or module-level name is defined.",
+        "Show where a class, function or variable is defined.",
         "name",
         "a class, method, function or module-level name",
     ),

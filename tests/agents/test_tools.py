@@ -142,3 +142,14 @@ def test_find_symbol_takes_a_file_path_with_a_qualified_name(ws):
     result = ws.find_symbol("todo/auth.py::TokenStore.issue")
     assert result.found and result.path == "todo/auth.py"
     assert "def issue" in result.text
+
+
+def test_every_tools_description_fits_an_evidence_steps_why():
+    # A native tool call's step is explained by its tool's description (native.py).
+    from agents.investigation.evidence import EvidenceStep
+    from agents.investigation.tools import TOOLS
+
+    limit = next(
+        m.max_length for m in EvidenceStep.model_fields["why"].metadata if hasattr(m, "max_length")
+    )
+    assert all(len(tool.does) <= limit for tool in TOOLS.values())
