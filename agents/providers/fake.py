@@ -9,7 +9,10 @@ With nothing queued it writes a deterministic default that cites the first retri
 the prompt ("### app/api.py:10-42"), streamed word by word like a real model.
 
 Every call is recorded with the messages it was given, so a test can check what an agent was
-actually shown: `FakeProvider.calls("fake")[-1].prompt`. A `Hold` reply stops mid-stream until
+actually shown: `FakeProvider.prompt(schema="Proposal")` is the latest prompt of a call held to
+the Proposal schema, `FakeProvider.prompt(asking="Your review:")` the latest whose request (its
+last message) says that, and `FakeProvider.calls("fake")[-1].prompt` the latest of all. A `Hold`
+reply stops mid-stream until
 the test releases it (or the human stops it), so tests of Stop and friends need no timing.
 """
 
@@ -66,6 +69,26 @@ class Call:
     def prompt(self) -> str:
         return _prompt_text(list(self.messages))
 
+    @property
+    def kind(self) -> str:
+        """What the call asked for: its schema's name ("Proposal", "EvidencePlan", "Verdicts"),
+        or "text"."""
+        return self.schema.__name__ if self.schema is not None else "text"
+
+    @property
+    def request(self) -> str:
+        """The last message: where every prompt of the app puts what it asks for."""
+        return self.messages[-1].content if self.messages else ""
+
+    def matches(self, schema: str | None, asking: str | None) -> bool:
+        return (schema is None or self.kind == schema) and (
+            asking is None or asking in self.request
+        )
+
+
+class PromptNotSent(AssertionError):
+    """A test asked for the prompt of a call the provider never received."""
+
 
 Reply = str | BaseModel | dict[str, Any] | list[Any] | BaseException | FailAfter | Hold
 
@@ -112,6 +135,41 @@ class FakeProvider(LLMProvider):
                 if (profile is None or c.profile == profile)
                 and (text is None or (c.schema is None) == text)
             ]
+
+    @classmethod
+    def prompts(
+        cls, profile: str | None = None, *, schema: str | None = None, asking: str | None = None
+    ) -> list[str]:
+        """The prompts received so far, oldest first: of one profile, of the calls held to the
+        schema named `schema` ("text" for text calls), of those whose request holds `asking`."""
+        return [c.prompt for c in cls.calls(profile) if c.matches(schema, asking)]
+
+    @classmethod
+    def prompt(
+        cls, profile: str | None = None, *, schema: str | None = None, asking: str | None = None
+    ) -> str:
+        """The latest prompt of that kind (see `prompts`)."""
+        return cls.latest(profile, schema=schema, asking=asking).prompt
+
+    @classmethod
+    def latest(
+        cls, profile: str | None = None, *, schema: str | None = None, asking: str | None = None
+    ) -> Call:
+        """The latest call of that kind (see `prompts`), for its system message or request. A
+        test that asks for one never sent fails with the kinds of call that were, so it says
+        which node did not run."""
+        found = [c for c in cls.calls(profile) if c.matches(schema, asking)]
+        if not found:
+            received = ", ".join(c.kind for c in cls.calls(profile)) or "none"
+            wanted = " ".join(
+                f"{name}={value!r}"
+                for name, value in (("profile", profile), ("schema", schema), ("asking", asking))
+                if value is not None
+            )
+            raise PromptNotSent(
+                f"No call matched {wanted or '(anything)'}; calls received: {received}."
+            )
+        return found[-1]
 
     @classmethod
     def pending(cls, profile: str) -> int:
