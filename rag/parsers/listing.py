@@ -229,17 +229,21 @@ def incomplete(packs: Sequence[Pack]) -> str:
     """Why an upload made of `packs` (the parts of one pack) is incomplete, naming what is
     missing, for an uploader who asked to refuse such packs; "" when it is not.
 
-    Incomplete: its own listing names text files it does not hold, or a part ends without
-    Repomix's closing line (its last file cut off). A pack without a listing is judged by its
-    ending alone: nothing else says what it should hold."""
+    Incomplete: its own listing names text files it does not hold (other than those Repomix
+    left out on purpose, `left_out`), or a part ends without Repomix's closing line (its last
+    file cut off). A pack without a listing is judged by its ending alone: nothing else says
+    what it should hold."""
     listed = [path for pack in packs for path in pack.listed or ()]
     held = [f.path for pack in packs for f in pack.files]
     reasons = []
     missing = missing_paths(listed, held)
     if missing:
+        share = (
+            ", most of what it lists" if 2 * len(missing) > len(missing_paths(listed, ())) else ""
+        )
         reasons.append(
-            f"its own directory listing names {len(missing)} file(s) that are not in it: "
-            f"{_shown(missing)}"
+            f"its own directory listing names {len(missing)} file(s) that are not in it"
+            f"{share}: {_shown(missing)}"
         )
     for pack in packs:
         if any(CUT_OFF in note for note in pack.warnings):
@@ -249,10 +253,19 @@ def incomplete(packs: Sequence[Pack]) -> str:
             )
     if not reasons:
         return ""
+    cut = len(reasons) > 1 or not missing
+    # Without its summary a pack cannot say Repomix left files out on purpose, and packing it
+    # the same way again gives the same pack: say what else explains them.
+    unsure = (
+        ""
+        if cut or any(REPOMIX_SUMMARY in pack.summary for pack in packs)
+        else " Repomix also leaves out binary files and files its security check finds "
+        "secrets in, which a pack made without its file summary cannot tell apart."
+    )
     return (
-        f"This pack is incomplete, so nothing was kept: {'; and '.join(reasons)}. Pack the "
-        "repository again and upload that, or choose “Index what is there and warn” to plan "
-        f"on the {len(held)} file(s) it holds."
+        f"This pack is incomplete, so nothing was kept: {'; and '.join(reasons)}.{unsure} "
+        "Pack the repository again and upload that, or choose “Index what is there and warn” "
+        f"to plan on the {len(held)} file(s) it holds."
     )
 
 

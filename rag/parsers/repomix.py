@@ -122,6 +122,8 @@ class Pack:
     it has no listing: the files in `left_out` are not among them."""
     warnings: list[str] = field(default_factory=list)
     """What the uploader should know: cut off, compressed, comments removed, …"""
+    summary: str = ""
+    """Its summary, lowercased (listing.summary_of): what Repomix says about how it was made."""
     left_out: list[str] = field(default_factory=list)
     """Files its listing names that Repomix chose to leave out of it (listing.left_out): its
     security check's work, or outside its --include patterns. A note in `warnings` names them."""
@@ -165,17 +167,19 @@ def parse_pack(data: bytes | str) -> Pack:
     parsed = [ParsedFile(path, content) for path, content in files.items()]
     listed = listed_paths(listing, style)
     warnings = pack_notes(head, text, style, parsed)
+    summary = summary_of(head, text, style)
     if listed is None:
-        return Pack(style=style, files=parsed, listed=None, warnings=warnings)
+        return Pack(style=style, files=parsed, listed=None, warnings=warnings, summary=summary)
     tidied = [p for p in map(tidy, listed) if p]
     cut_off = any(CUT_OFF in note for note in warnings)
-    omitted, note = left_out(summary_of(head, text, style), tidied, list(files), cut_off=cut_off)
+    omitted, note = left_out(summary, tidied, list(files), cut_off=cut_off)
     gone = set(omitted)
     return Pack(
         style=style,
         files=parsed,
         listed=[p for p in tidied if p not in gone],
         warnings=[*warnings, note] if note else warnings,
+        summary=summary,
         left_out=omitted,
     )
 
