@@ -50,17 +50,20 @@ def fetch(name: str, work: Path) -> Path:
     downloads = work / "dl" / name
     if not downloads.exists() or not any(downloads.iterdir()):
         downloads.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            # --no-binary NAME, not :all:: the sdist's build tools may come as wheels.
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-             re.split(r"[=<>!~]", name)[0], "-d", str(downloads), name],
-            check=True,
-        )  # fmt: skip
+        pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
+        # --no-binary NAME, not :all:: the sdist's build tools may come as wheels.
+        project = re.split(r"[=<>!~]", name)[0]
+        sdist = [*pip, "--no-binary", project, "-d", str(downloads), name]
+        if subprocess.run(sdist, check=False).returncode != 0:
+            # An old sdist whose setup.py no longer runs (requests 2.5.0 on Python 3.11):
+            # its wheel holds the same package tree.
+            print(f"{name}: the sdist would not prepare, packing its wheel instead")
+            subprocess.run([*pip, "-d", str(downloads), name], check=True)
     archive = next(downloads.iterdir())
     target = work / "src" / name
     if not target.exists():
         target.mkdir(parents=True)
-        if archive.name.endswith(".zip"):
+        if archive.name.endswith((".zip", ".whl")):
             with zipfile.ZipFile(archive) as z:
                 z.extractall(target)
         else:
