@@ -79,6 +79,7 @@ def entry_points(
             for f in files
             if readable(f)
             and f.role != "test"
+            and f.role not in LEXICAL_ONLY  # a copied library's __main__ is not this program's
             and not any(p.startswith(".") for p in f.path.split("/")[:-1])
         ),
         key=lambda f: (f.path.count("/"), f.path),

@@ -30,7 +30,7 @@ class UploadForm(forms.Form):
     name = forms.CharField(max_length=200, required=False, help_text="Defaults to the file's name.")
     pack = MultipleFileField(
         label="Repomix pack or zip",
-        help_text="Output of `npx repomix` in any style (XML, JSON, Markdown, plain), "
+        help_text="Output of npx repomix in any style (XML, JSON, Markdown, plain), "
         "or a .zip of the repository.",
     )
     allow_duplicate = forms.BooleanField(

@@ -156,7 +156,9 @@ def analyze(files: Sequence[Source]) -> Analysis:
     profile.definitions = sum(kinds.values())
     profile.definitions_by_kind = dict(kinds.most_common())
     profile.import_edges = sum(len(t) for t in graph.edges.values())
-    imported = ((path, len(srcs)) for path, srcs in graph.importers().items())
+    # What the project itself leans on: a vendored library its code imports everywhere is not.
+    copied = {f.path for f in files if f.role in LEXICAL_ONLY}
+    imported = ((path, len(srcs)) for path, srcs in graph.importers().items() if path not in copied)
     profile.most_imported = sorted(imported, key=lambda kv: (-kv[1], kv[0]))[:10]
     profile.external_imports = list(graph.external.items())[:15]
     profile.seconds = round(time.perf_counter() - started, 3)

@@ -4,8 +4,6 @@ once did with urllib3 and chardet, showed "Vendored and generated files (0)", an
 were told the copies were its entry points and its most imported files). The project's own
 code is never marked vendored."""
 
-import pytest
-
 from rag import profile
 from rag.roles import classify, reason_for, vendored_packages
 
@@ -98,11 +96,6 @@ def test_the_profile_offers_no_vendored_file_as_an_entry_point():
     assert not [p for p in entry_points if p.startswith("webby/packages/")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rag.profile.analyze counts the host's imports of a vendored file; it should "
-    "leave LEXICAL_ONLY files out of most_imported (a change outside this test's owner)",
-)
 def test_the_profile_offers_no_vendored_file_as_a_most_imported_one():
     most = [p for p, _ in profile.analyze(profile.sources(HOST)).profile.most_imported]
     assert most, "the profile found no import at all to check"
