@@ -4,11 +4,19 @@ and a hand-off prompt for coding agents.
 All three are built from `plan_data`, which re-checks every path and citation against the
 codebase, so no export can present a file that is not there as if it were. The hand-off prompt
 also carries the codebase's rules and the pins the plan was written with (`guidance`): a coding
-agent handed the plan must follow what the planning agents were told to follow."""
+agent handed the plan must follow what the planning agents were told to follow.
+
+Every export is markdown that is safe to paste where markdown is rendered (a GitHub issue, a
+chat, a coding agent's prompt): model-written text, which a pack can steer, could otherwise
+carry a link or an image whose address smuggles out what the model read, or raw HTML. So
+outside code, `[`, `]`, `<` and `>` are escaped (no link, image, autolink or HTML can form) and
+every address is shown as inline code (no renderer links it) — `safe_markdown`, the same policy
+as the pages' (conversations/rendering.py)."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -37,8 +45,102 @@ def schema() -> dict[str, Any]:
 
 
 def _text(value: Any) -> str:
-    """A model-written string on one line (a line break could start a block of its own)."""
-    return " ".join(value.split()) if isinstance(value, str) else ""
+    """A model-written string on one line (a line break could start a block of its own), safe
+    to paste as markdown."""
+    return safe_markdown(" ".join(value.split())) if isinstance(value, str) else ""
+
+
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_ESCAPE = frozenset("[]<>")
+_ADDRESS = re.compile(
+    r"(?i)(?:[a-z][a-z0-9+.-]{1,20}://|(?:mailto|javascript|data|vbscript|file|tel):|www\.|"
+    r"//(?=[a-z0-9-]+\.))[^\s`<>]+"
+)
+"""Something a renderer could make a link of: https://…, mailto:…, www.…, //host.…"""
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def safe_markdown(text: str) -> str:
+    """Markdown with no link, image, autolink or raw HTML left in it, and every address shown
+    as inline code; code spans and fenced blocks kept as written (a renderer shows them as
+    text). Each line stands alone: a code span the markdown carried across lines is escaped
+    rather than trusted, which may show a backslash too many but never a live link."""
+    out: list[str] = []
+    fence = ""
+    for line in text.split("\n"):
+        if fence:
+            out.append(line)
+            closing = _FENCE.match(line)
+            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence):
+                fence = ""
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
+            out.append(line)
+            continue
+        out.append(_safe_line(line))
+    return "\n".join(out)
+
+
+def _safe_line(line: str) -> str:
+    out: list[str] = []
+    i, end = 0, len(line)
+    while i < end:
+        char = line[i]
+        if char == "\\":
+            # An escape stays one (its character is literal already); a lone backslash at the
+            # end is escaped so it cannot escape what the export puts after it.
+            pair = line[i : i + 2]
+            out.append(pair if len(pair) == 2 and pair[1] in _PUNCTUATION else "\\\\")
+            i += len(pair) if len(pair) == 2 and pair[1] in _PUNCTUATION else 1
+            continue
+        if char == "`":
+            run = _run(line, i)
+            close = _closing_run(line, i + run, run)
+            if close < 0:
+                out.append("\\`" * run)  # unmatched: literal, and unable to pair later
+                i += run
+            else:
+                out.append(line[i : close + run])
+                i = close + run
+            continue
+        address = _ADDRESS.match(line, i) if char.isalpha() or char == "/" else None
+        if address and (i == 0 or not line[i - 1].isalnum()):
+            shown = address.group(0)
+            # Not the sentence's full stop, nor the ")" closing the markdown around it.
+            while shown[-1] in ".,;:!?'\"" or (
+                shown[-1] == ")" and shown.count("(") < shown.count(")")
+            ):
+                shown = shown[:-1]
+            # Never next to another backtick, which would make one longer run of them.
+            before = " " if out and out[-1].endswith("`") else ""
+            after = " " if line[i + len(shown) : i + len(shown) + 1] == "`" else ""
+            out.append(f"{before}`{shown}`{after}")
+            i += len(shown)
+            continue
+        out.append("\\" + char if char in _ESCAPE else char)
+        i += 1
+    return "".join(out)
+
+
+def _closing_run(line: str, start: int, run: int) -> int:
+    """Where the next run of exactly `run` backticks starts, or -1 (CommonMark's code span)."""
+    i = line.find("`" * run, start)
+    while i >= 0:
+        length = _run(line, i)
+        if length == run:
+            return i
+        i = line.find("`" * run, i + length)
+    return -1
+
+
+def _run(line: str, i: int) -> int:
+    """How many backticks start at `i`."""
+    j = i
+    while j < len(line) and line[j] == "`":
+        j += 1
+    return j - i
 
 
 def _list(data: dict[str, Any], key: str) -> list[Any]:
