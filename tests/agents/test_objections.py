@@ -24,7 +24,8 @@ PRAISE = (
 )
 RESTATED = (
     "- Agent A proposes to wrap the login handler in `app/auth.py` with a counter.\n"
-    "- The proposal modifies `app/auth.py` to throttle failed logins."
+    "- The proposal modifies `app/auth.py` to throttle failed logins.\n"
+    "- Wrap the login handler at `app/auth.py:12` with a counter."  # its own step, pasted
 )
 
 
@@ -63,6 +64,7 @@ def test_a_sentence_about_the_reviewer_or_praise_or_narration_is_no_objection(se
         "Why does step 2 leave `auth.py` alone?",
         "Use the database instead of a dict.",
         "Sorry, but step 2 deletes `auth.py`, which breaks its importers.",
+        "I'm sorry, the proposal never resets the counter after a good login.",
         "The proposal looks good, but it never resets the counter after a good login.",
         "Đề xuất thiếu kiểm thử cho hàm `login()`.",
         "Nên đặt lại bộ đếm sau khi đăng nhập thành công.",

@@ -14,9 +14,9 @@ pytestmark = pytest.mark.django_db
 PROPOSAL = "**Proposal.** Throttle failed logins in `app/auth.py` with an in-memory counter."
 ASK = [ChatMessage("user", f"<proposal>\n{PROPOSAL}\n</proposal>\n\nYour review:")]
 QUESTION_BACK = (
-    "I am sorry, but I do not have enough information to review this proposal. "
-    "Could you please provide me with more context about the codebase?"
-)
+    "Thank you for the proposal. To review it properly, could you please share more details "
+    "about how the app is deployed?"
+)  # not a stock refusal (agents.echoes): only the objection check catches it
 REVIEW = "The counter lives in memory, so it does not hold across two worker processes."
 
 

@@ -290,3 +290,14 @@ def test_a_next_proposal_that_changes_but_not_as_the_note_asks_is_not_applied(ba
         "data": {"files": [{"path": "app/auth.py"}, {"path": "app/cache.py"}]},
     }
     assert noted(bare, "Count per IP as well.", elsewhere) == NOT_APPLIED
+
+
+def test_a_next_proposal_that_only_words_the_note_differently_is_not_applied(bare):
+    reworded = {"content": "**Proposal.** Throttle logins per IP. Count per user.", "data": {}}
+    assert noted(bare, "Count per IP as well.", reworded) == NOT_APPLIED  # same files and steps
+
+
+def test_an_unverified_refusal_is_one_no_objection_row(bare):
+    unverified(bare, REFUSAL, ["app/auth.py"])
+    rows = decision_log(bare)
+    assert [(r["objection"], r["by"]) for r in rows] == [(NO_OBJECTION, "Agent B")]
