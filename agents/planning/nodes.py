@@ -25,6 +25,8 @@ from agents.echoes import is_copied, without_copied_sentences, without_repeated_
 from agents.investigation.evidence import Evidence, candidate_paths, evidence_context
 from agents.investigation.session import failed_frames, load_evidence, profile_summary
 from agents.investigation.session import investigate as run_investigation
+from agents.investigation.task_names import named_files
+from agents.investigation.tools import Workspace
 from agents.loops import hand_over, noted, session_loop
 from agents.plan import (
     append_version,
@@ -40,7 +42,7 @@ from agents.plan import (
 from agents.planning.sketching import sketch_steps
 from agents.prompts import AGENT_A, AGENT_B, agent_system, code_context, language_rule
 from agents.providers.base import ChatMessage
-from agents.review_checks import checks_block, review_points
+from agents.review_checks import action_risks, checks_block, review_points
 from agents.runtime import TurnStream
 from agents.schemas import NO_SYMBOL, PlanDraft, Proposal, merge_new_files, with_file_choices
 from agents.transcript import hit_citations, human_notes, retrieve_for
@@ -78,6 +80,7 @@ class NodeContext:
     _definitions: dict[str, Definition] | None = field(default=None, repr=False)
     _candidates: tuple[tuple[int, int], tuple[str, ...]] | None = field(default=None, repr=False)
     _aside: frozenset[str] | None = field(default=None, repr=False)
+    _named: list[tuple[str, str]] | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, session: PlanningSession, state: PlanningState) -> NodeContext:
@@ -189,7 +192,26 @@ class NodeContext:
                 listed.add(path)
                 reason = f"The reported traceback fails here, in `{name}`; added by the app."
                 files.append({"path": path, "action": "modify", "reason": reason})
+        for path, why in self.named_files() if self.evidence else []:
+            if path not in listed and path not in aside:
+                listed.add(path)
+                files.append(
+                    {"path": path, "action": "modify", "reason": f"{why}; added by the app."}
+                )
         return {**data, "files": files}
+
+    def named_files(self) -> list[tuple[str, str]]:
+        """The files the task itself names (a path, a quoted line, a definition written as
+        code: agents.investigation.task_names), each with why. The task's own words decide
+        first: a plan that leaves out the file the reporter pointed at needs a reason."""
+        if self._named is None:
+            workspace = Workspace.of(self.session.codebase)
+            self._named = named_files(
+                self.session.task,
+                self.paths,
+                workspace.navigator or Navigator(rag_index.index_dir(self.session.codebase_id)),
+            )
+        return self._named
 
     def failed_at(self) -> list[tuple[str, str]]:
         """(function, file) where each traceback pasted in the task failed in this codebase:
@@ -560,6 +582,10 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     _note_left_out(ctx, message, drafted, data, what="the plan")
     data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
     data = with_step_files(data, ctx.paths)
+    # An action the task never asked for (deleting a file in a bug fix) is a risk, said so.
+    unasked = action_risks(ctx.session.task, ctx.session.task_analysis or {}, data)
+    if unasked:
+        data["risks"] = [*unasked, *(r for r in data.get("risks") or [] if r not in unasked)]
     # Each step that changes a real definition shows its code and a sketch checked against it.
     data = sketch_steps(
         ctx.session,

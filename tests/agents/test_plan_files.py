@@ -1,8 +1,9 @@
-"""Vendored and generated files stay out of a plan: never offered to the model, and dropped
-from its Files and its steps, unless the task names them."""
+"""What the app decides about a plan's files, whatever the model chose: vendored and generated
+files stay out unless the task names them; a file the task names is in, saying so."""
 
 import pytest
 
+from agents.investigation.evidence import Evidence
 from agents.planning.nodes import NodeContext
 from conversations.models import PlanningSession, PlanningState
 from rag.models import Codebase, CodeFile
@@ -10,6 +11,7 @@ from rag.paths import FileSet
 
 FILES = {
     "requests/sessions.py": "source",
+    "requests/models.py": "source",
     "requests/packages/urllib3/util.py": "vendored",
     "docs/_build/index.html": "generated",
 }
@@ -22,7 +24,9 @@ def context(user, task):
     session = PlanningSession.objects.create(
         owner=user, codebase=codebase, task=task, agent_a_profile="fake", agent_b_profile="fake"
     )
-    return NodeContext(session, PlanningState.objects.create(session=session), paths=FileSet(FILES))
+    state = PlanningState.objects.create(session=session)
+    found = Evidence(1, "search", task, "the task", True, "1 hit", "requests/sessions.py", 1, 1)
+    return NodeContext(session, state, paths=FileSet(FILES), evidence=[found])
 
 
 def plan():
@@ -60,3 +64,18 @@ def test_a_vendored_file_the_task_names_stays_in(user):
         "requests/sessions.py",
     ]
     assert ctx.set_aside() == {"docs/_build/index.html"}
+
+
+@pytest.mark.django_db
+def test_a_file_the_task_names_is_in_the_plan_saying_the_app_added_it(user):
+    ctx = context(user, "`requests/sessions.py` sends a str header as bytes")
+    chosen = {"path": "requests/models.py", "action": "modify", "reason": "headers"}
+    data = ctx.fill_files({"steps": [], "files": [chosen]})
+    assert data["files"] == [
+        chosen,
+        {
+            "path": "requests/sessions.py",
+            "action": "modify",
+            "reason": "The task names `requests/sessions.py`; added by the app.",
+        }
+    ]
