@@ -250,7 +250,9 @@ def _decisions(data: dict[str, Any], *, complete: bool) -> list[str]:
     rows: list[list[str]] = []
     for text in texts:
         by = _text(authors.get(text)) or "Agent A"
-        rows.append([text, "—", "none raised", "kept", by, _evidence_cell(evidence_in(text))])
+        # A decision of the plan's own is not an objection that was settled: nobody objected
+        # to it, so the objection and resolution cells stay empty rather than say "kept".
+        rows.append([text, "—", "—", "—", by, _evidence_cell(evidence_in(text))])
     for row in _items(data, "decision_log"):
         if not isinstance(row, dict):
             continue

@@ -238,6 +238,8 @@ class NodeContext:
             self.evidence,
             self.paths,
             navigator.related,
+            task=self.session.task,
+            analysis=self.session.task_analysis or {},
         )
 
     def system(self, role_prompt: str) -> ChatMessage:

@@ -96,8 +96,8 @@ def test_a_decision_a_human_rewrites_is_marked_as_theirs(client, user, session):
     client.force_login(user)
     edit(client, session, "decisions", "- Keep counters in memory.\n- Use Redis in production.")
     v2 = Plan.objects.get(session=session, version=2)
-    assert "| Keep counters in memory. | — | none raised | kept | Agent A |" in v2.markdown
-    assert "| Use Redis in production. | — | none raised | kept | human |" in v2.markdown
+    assert "| Keep counters in memory. | — | — | — | Agent A |" in v2.markdown
+    assert "| Use Redis in production. | — | — | — | human |" in v2.markdown
 
 
 def test_preview_shows_the_edited_section_and_saves_nothing(client, user, session):

@@ -68,7 +68,7 @@ def test_the_table_shows_who_resolved_what_on_which_evidence(discussed):
     data = {"decisions": ["Keep a per-user counter [E1]."], "decision_log": decision_log(discussed)}
     markdown = render_plan(data, {"app/auth.py"})
     assert "| Decision | Agent A proposed | Agent B objected | Resolved | By | Evidence" in markdown
-    assert "| Keep a per-user counter [E1]. | — | none raised | kept | Agent A | [E1]" in markdown
+    assert "| Keep a per-user counter [E1]. | — | — | — | Agent A | [E1]" in markdown
     assert (
         "| Proposal stands: [E1] shows it in `app/auth.py:3`. | Throttle logins in memory. "
         "| The login view is in api/views.py. | dropped | verification pass "
