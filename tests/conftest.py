@@ -47,8 +47,9 @@ def _isolated_data(settings, tmp_path_factory):
     settings.PLANAGENTS_FAKE_LLM = True
     settings.PLANAGENTS_FAKE_LLM_DELAY = 0
     settings.PLANAGENTS_DEFAULT_PROFILE = "fake"
-    # Sessions scripted turn by turn predate investigation; its tests switch it on.
-    settings.PLANAGENTS_EVIDENCE_STEPS = 0
+    # Investigation runs as in production (PLANAGENTS_EVIDENCE_STEPS is left at its default):
+    # a session scripted turn by turn scripts its evidence plan too, and a test that needs it
+    # off says so, and why, where it turns it off.
 
 
 _vectors: dict[str, object] = {}

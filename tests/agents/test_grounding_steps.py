@@ -14,6 +14,7 @@ from agents.citations import (
     shown_definitions,
 )
 from agents.echoes import is_copied, without_repeated_steps
+from agents.investigation.session import load_evidence
 from agents.providers.fake import FakeProvider
 from agents.transcript import retrieve_for
 from conversations.models import Plan
@@ -21,6 +22,7 @@ from rag.navigation import OutlineEntry, OutlineResult
 from rag.paths import FileSet, find_citations
 from tests.conversations.conftest import jobs_drained, start  # noqa: F401 (fixtures)
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 PATHS = FileSet(["todo/auth.py", "todo/api.py", "todo/storage.py"])
 SOURCES = [Source("todo/auth.py", 10, 30, "E2"), Source("todo/api.py", 1, 40)]
@@ -172,8 +174,18 @@ def plan_draft(path):
         "summary": "Expire tokens after a day.",
         "decisions": ["Store the issue time with each token."],
         "steps": [
-            {"title": "Store the time", "detail": f"At `{path}:9999`.", "files": [path]},
-            {"title": "Test it", "detail": "Add a test at path:line.", "files": []},
+            {
+                "title": "Store the time",
+                "symbol": "none",
+                "detail": f"At `{path}:9999`.",
+                "files": [path],
+            },
+            {
+                "title": "Test it",
+                "symbol": "none",
+                "detail": "Add a test at path:line.",
+                "files": [],
+            },
         ],
         "files": [{"path": path, "action": "modify", "reason": "tokens live here"}],
         "testing": ["A token older than a day is refused."],
@@ -185,7 +197,9 @@ def plan_draft(path):
 def proposal(path):
     return {
         "summary": "Expire tokens after a day.",
-        "steps": [{"title": "Expire", "detail": f"At `{path}:9999`.", "files": [path]}],
+        "steps": [
+            {"title": "Expire", "symbol": "none", "detail": f"At `{path}:9999`.", "files": [path]}
+        ],
         "files": [{"path": path, "action": "modify", "reason": "tokens live here"}],
     }
 
@@ -196,7 +210,9 @@ async def test_every_step_of_the_final_plan_cites_a_line_it_was_shown(start, use
     session = await start(task="Make the token store drop tokens older than a day")
     hits = await database_sync_to_async(retrieve_for)(session)
     path = hits[0].path
-    FakeProvider.script("fake", "Tokens live in the store.", proposal(path), "Looks right.")
+    FakeProvider.script(
+        "fake", "Tokens live in the store.", NO_LOOKUPS, proposal(path), "Looks right."
+    )
     client = Client(user, session.pk)
     await client.connect()
     await client.until_state("awaiting_human", node="checkpoint")
@@ -206,7 +222,9 @@ async def test_every_step_of_the_final_plan_cites_a_line_it_was_shown(start, use
     await client.close()
 
     plan = await database_sync_to_async(Plan.objects.get)(session=session)
+    evidence = await database_sync_to_async(load_evidence)(session.pk, "investigate")
     shown = [(h.path, h.start_line, h.end_line) for h in hits]
+    shown += [(e.path, e.start, e.end) for e in evidence if e.found and e.start]
     for planned in plan.structured["steps"]:
         cited = await database_sync_to_async(extract_citations)(session.codebase, planned["detail"])
         assert cited and all(c.exists for c in cited), planned

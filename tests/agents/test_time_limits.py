@@ -17,6 +17,7 @@ from conversations import services
 from conversations.models import Message, PlanningSession
 from planagents.jobs import wait_for_jobs
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -44,7 +45,8 @@ def held(text="A1: count the failures per user and", pieces=3):
 
 
 def agent_messages(session):
-    return list(session.messages.filter(role="agent").values_list("content", "state"))
+    """The debate's turns (Agent A's evidence plan, before them, is a message of A's too)."""
+    return list(session.messages.filter(role="agent", node="").values_list("content", "state"))
 
 
 async def test_a_call_past_its_time_limit_stops_keeps_its_text_and_hands_over(
@@ -52,7 +54,7 @@ async def test_a_call_past_its_time_limit_stops_keeps_its_text_and_hands_over(
 ):
     settings.PLANAGENTS_LLM_CALL_TIME_LIMIT = 0.2
     hold = held()
-    FakeProvider.script("fake", hold)
+    FakeProvider.script("fake", NO_LOOKUPS, hold)  # Agent A's evidence plan, then its turn
     session = await start(mode="debate")
     client = Client(user, session.pk)
     await client.connect()
@@ -69,7 +71,7 @@ async def test_a_call_past_its_time_limit_stops_keeps_its_text_and_hands_over(
         lambda: session.messages.filter(role=Message.Role.SYSTEM).last()
     )()
     assert "PLANAGENTS_LLM_CALL_TIME_LIMIT" in note.content
-    call = await database_sync_to_async(LLMCall.objects.get)(session=session)
+    call = await database_sync_to_async(LLMCall.objects.get)(session=session, purpose="debate:0")
     assert (call.outcome, call.output) == ("timed_out", "A1: count the")
     await client.close()
 
@@ -79,7 +81,7 @@ async def test_a_run_past_the_session_time_limit_hands_over_with_its_own_message
 ):
     settings.PLANAGENTS_LLM_CALL_TIME_LIMIT = 0  # no per-call limit: the run's clock ends it
     hold = held()
-    FakeProvider.script("fake", hold)
+    FakeProvider.script("fake", NO_LOOKUPS, hold)
     session = await start(mode="debate")
     client = Client(user, session.pk)
     await client.connect()

@@ -12,6 +12,7 @@ from conversations import services
 from conversations.models import Message, PlanningSession
 from rag.models import Codebase
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -20,14 +21,15 @@ LONG = " ".join(f"word{i}" for i in range(500))
 
 
 def agent_messages(session):
-    return list(session.messages.filter(role=Message.Role.AGENT).order_by("seq"))
+    """The debate's turns (Agent A's evidence plan, before them, is a message of A's too)."""
+    return list(session.messages.filter(role=Message.Role.AGENT, node="").order_by("seq"))
 
 
 async def test_cancel_keeps_the_partial_reply_and_hands_the_floor_to_the_human(
     start, user, settings
 ):
     held = Hold(LONG, pieces=2)  # Agent A writes two words, then waits for the cancel
-    FakeProvider.script("fake", held)
+    FakeProvider.script("fake", NO_LOOKUPS, held)
     session = await start(mode="debate")
     client = Client(user, session.pk)
     await client.connect()
@@ -64,7 +66,7 @@ async def test_cancel_keeps_the_partial_reply_and_hands_the_floor_to_the_human(
 
 
 async def test_cancel_when_no_agent_is_writing_is_refused_with_a_message(start, user):
-    FakeProvider.script("fake", "A1: which store?", HANDOVER)
+    FakeProvider.script("fake", NO_LOOKUPS, "A1: which store?", HANDOVER)
     session = await start(mode="debate")
     client = Client(user, session.pk)
     await client.connect()
@@ -85,7 +87,7 @@ def own_finished_session(owner) -> PlanningSession:
 
 async def test_another_users_socket_cannot_cancel_the_owners_reply(start, user, other_user):
     held = Hold(LONG, pieces=2)  # Agent A writes two words, then waits
-    FakeProvider.script("fake", held, HANDOVER)
+    FakeProvider.script("fake", NO_LOOKUPS, held, HANDOVER)
     session = await start(mode="debate")
     owner = Client(user, session.pk)
     await owner.connect()
@@ -117,7 +119,7 @@ async def test_another_users_socket_cannot_cancel_the_owners_reply(start, user, 
 
 
 async def test_pressing_stop_twice_stops_once(start, user, monkeypatch):
-    FakeProvider.script("fake", "A1: which store?", HANDOVER)
+    FakeProvider.script("fake", NO_LOOKUPS, "A1: which store?", HANDOVER)
     session = await start(mode="debate")
     client = Client(user, session.pk)
     await client.connect()
@@ -155,7 +157,7 @@ async def test_pressing_stop_twice_stops_once(start, user, monkeypatch):
 async def test_stop_after_a_stop_the_agents_never_read_hands_them_the_floor(start, user):
     """A Stop pressed as the agents handed over: the job left without reading the flag. The
     next Stop must not be a no-op, or the session would wait for a summary forever."""
-    FakeProvider.script("fake", "A1: which store?", HANDOVER)
+    FakeProvider.script("fake", NO_LOOKUPS, "A1: which store?", HANDOVER)
     session = await start(mode="debate")
     client = Client(user, session.pk)
     await client.connect()

@@ -8,6 +8,7 @@ from channels.db import database_sync_to_async
 from agents.providers.fake import FakeProvider, Hold
 from conversations.models import Message, PlanningSession
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS, kept
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -17,14 +18,17 @@ STOP = {"signal": "STOP", "reason": "Settled."}
 
 
 def agent_messages(session):
-    return list(session.messages.filter(role=Message.Role.AGENT).order_by("seq"))
+    """The debate's turns (Agent A's evidence plan, before them, is a message of A's too)."""
+    return list(session.messages.filter(role=Message.Role.AGENT, node="").order_by("seq"))
 
 
 async def test_agents_alternate_until_the_exchange_limit_then_hand_over(start, user):
     FakeProvider.script(
         "fake",
+        NO_LOOKUPS,  # Agent A's evidence plan, before its first turn
         "A1: add a limiter.", CONTINUE,
         "B1: it forgets the reset path.", CONTINUE,
+        kept(1),  # B1's objection checked against the evidence, before A answers it
         "A2: cover reset too.", CONTINUE,
         "B2: fine, but test it.", CONTINUE,
     )  # fmt: skip
@@ -45,7 +49,7 @@ async def test_agents_alternate_until_the_exchange_limit_then_hand_over(start, u
 
 
 async def test_a_handover_signal_gives_the_human_the_floor_and_their_reply_is_read(start, user):
-    FakeProvider.script("fake", "A1: which store, Redis or memory?", HANDOVER)
+    FakeProvider.script("fake", NO_LOOKUPS, "A1: which store, Redis or memory?", HANDOVER)
     session = await start(mode="debate", max_exchanges=3)
     client = Client(user, session.pk)
     await client.connect()
@@ -75,7 +79,9 @@ async def test_a_critique_that_echoes_the_proposal_is_redone_once_with_a_correct
         "refuse the sixth within a minute with HTTP 429."
     )
     critique = "B1: a per-process cache halves the limit behind two workers; use the database."
-    FakeProvider.script("fake", proposal, CONTINUE, "B1: " + proposal, critique, HANDOVER)
+    FakeProvider.script(
+        "fake", NO_LOOKUPS, proposal, CONTINUE, "B1: " + proposal, critique, HANDOVER
+    )
     session = await start(mode="debate", max_exchanges=1)
     client = Client(user, session.pk)
     await client.connect()
@@ -96,6 +102,7 @@ async def test_a_critique_that_echoes_the_proposal_is_redone_once_with_a_correct
 async def test_an_agent_stop_ends_the_debate_with_a_summary_of_the_whole_discussion(start, user):
     FakeProvider.script(
         "fake",
+        NO_LOOKUPS,
         "A1: add a limiter.", CONTINUE,
         "B1: agreed, nothing left.", STOP,
         "Summary: A proposed a limiter and B agreed.",
@@ -114,7 +121,7 @@ async def test_an_agent_stop_ends_the_debate_with_a_summary_of_the_whole_discuss
 async def test_stop_while_an_agent_is_writing_keeps_the_partial_text(start, user):
     # Agent A writes three words, then waits until the Stop lands: no timing involved.
     held = Hold(" ".join(f"word{i}" for i in range(500)), pieces=3)
-    FakeProvider.script("fake", held)
+    FakeProvider.script("fake", NO_LOOKUPS, held)
     session = await start(mode="debate")
     client = Client(user, session.pk)
     await client.connect()
@@ -136,7 +143,8 @@ async def test_stop_while_an_agent_is_writing_keeps_the_partial_text(start, user
 async def test_a_provider_failure_pauses_the_session_and_continue_retries_it(start, user):
     from agents.providers.base import ProviderError
 
-    FakeProvider.script("fake", ProviderError("the model server is down"))
+    # Agent A's first turn fails (its evidence plan was written).
+    FakeProvider.script("fake", NO_LOOKUPS, ProviderError("the model server is down"))
     session = await start(mode="debate", max_exchanges=1)
     client = Client(user, session.pk)
     await client.connect()

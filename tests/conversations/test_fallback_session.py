@@ -9,6 +9,7 @@ from agents.providers.base import ProviderError, RetryableError
 from agents.providers.fake import FailAfter, FakeProvider
 from conversations.models import Message, PlanningSession
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -23,7 +24,8 @@ def slept(monkeypatch):
 
 
 def messages_of(session):
-    return list(session.messages.order_by("seq"))
+    """The session's messages after Agent A's investigation (its evidence plan and results)."""
+    return list(session.messages.exclude(node="investigate").order_by("seq"))
 
 
 async def test_a_reply_cut_off_mid_stream_is_kept_and_the_fallback_finishes_the_turn(
@@ -31,6 +33,7 @@ async def test_a_reply_cut_off_mid_stream_is_kept_and_the_fallback_finishes_the_
 ):
     FakeProvider.script(
         "fake",
+        NO_LOOKUPS,  # Agent A's evidence plan, before its first turn
         FailAfter(
             "A1: put a limiter in the middleware and test it",
             pieces=3,
@@ -72,6 +75,7 @@ async def test_failures_before_the_first_token_are_retried_respecting_retry_afte
 ):
     FakeProvider.script(
         "fake",
+        NO_LOOKUPS,
         RetryableError("Gemini is rate limiting requests (HTTP 429)", retry_after=3),
         RetryableError("Gemini had a server error (HTTP 503)"),
         "A1: add a limiter.",
@@ -92,7 +96,7 @@ async def test_failures_before_the_first_token_are_retried_respecting_retry_afte
     used = await database_sync_to_async(
         lambda: PlanningSession.objects.get(pk=session.pk).calls_used
     )()
-    assert used == 4  # three tries at the reply, one signal
+    assert used == 5  # the evidence plan, three tries at the reply, one signal
     await client.close()
 
 
@@ -106,7 +110,7 @@ async def test_a_retry_after_longer_than_the_cap_is_capped(settings):
 
 async def test_a_provider_that_stays_down_hands_the_turn_to_the_fallback(start, user, slept):
     down = RetryableError("GLM had a server error (HTTP 500)")
-    FakeProvider.script("fake", down, down, down)
+    FakeProvider.script("fake", NO_LOOKUPS, down, down, down)
     FakeProvider.script("fake-backup", "A1 (backup): a limiter.", HANDOVER)
     session = await start(mode="debate", fallback_profile="fake-backup")
     client = Client(user, session.pk)
@@ -123,7 +127,8 @@ async def test_a_provider_that_stays_down_hands_the_turn_to_the_fallback(start, 
 
 
 async def test_an_error_no_retry_can_fix_pauses_instead_of_falling_back(start, user, slept):
-    FakeProvider.script("fake", ProviderError("Gemini rejected the API key (HTTP 401)"))
+    # A's first turn is refused (its evidence plan was written).
+    FakeProvider.script("fake", NO_LOOKUPS, ProviderError("Gemini rejected the API key (HTTP 401)"))
     session = await start(mode="debate", fallback_profile="fake-backup")
     client = Client(user, session.pk)
     await client.connect()
@@ -138,6 +143,7 @@ async def test_the_fallback_finishes_a_planning_proposal_cut_off_mid_json(start,
     FakeProvider.script(
         "fake",
         "The login view is in app/api.py.",  # analyze_codebase
+        NO_LOOKUPS,  # investigate
         FailAfter('{"summary": "Add a limiter", "steps": []}', pieces=2, error=RetryableError("x")),
     )
     session = await start(mode="planning", fallback_profile="fake-backup")

@@ -11,6 +11,7 @@ from agents.providers.fake import FakeProvider, Hold
 from rag.models import CodeFile
 from tests.conversations.test_planning_session import plan_draft, proposal
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -29,7 +30,13 @@ async def test_notes_and_change_requests_reach_the_prompt_and_are_recorded_as_he
 ):
     path = await database_sync_to_async(source_path)(codebase)
     held = Hold(f"The login flow starts at `{path}:1`. " * 3, pieces=2)
-    FakeProvider.script("fake", held, proposal(path), "Looks right; add a test.")
+    FakeProvider.script(
+        "fake",
+        held,  # analyze_codebase
+        NO_LOOKUPS,  # investigate
+        proposal(path),
+        "Looks right; add a test.",  # no objection: nothing to verify
+    )
     session = await start()
     client = Client(user, session.pk)
     await client.connect()
@@ -49,10 +56,7 @@ async def test_notes_and_change_requests_reach_the_prompt_and_are_recorded_as_he
     note_seq = note["message"]["seq"]
     assert analysis.heard == []  # its prompt was sent before the note was typed
     assert first_proposal.heard == [note_seq]
-    proposal_call = next(
-        c for c in FakeProvider.calls("fake") if c.schema and c.schema.__name__ == "Proposal"
-    )
-    assert NOTE in proposal_call.prompt
+    assert NOTE in FakeProvider.prompts(schema="Proposal")[0]
 
     FakeProvider.script("fake", proposal(path), "Fine now.")
     await client.send({"type": "control", "action": "modify", "text": CHANGE})
@@ -62,10 +66,7 @@ async def test_notes_and_change_requests_reach_the_prompt_and_are_recorded_as_he
         lambda: session.messages.get(content=f"Requested changes: {CHANGE}").seq
     )()
     assert change_seq in second.heard and note_seq in second.heard
-    last_call = [
-        c for c in FakeProvider.calls("fake") if c.schema and c.schema.__name__ == "Proposal"
-    ][-1]
-    assert CHANGE in last_call.prompt
+    assert CHANGE in FakeProvider.prompt(schema="Proposal")
     # The page is told too: the message payload carries what it heard.
     ends = [e for e in client.of_type("message.end") if e["message"]["seq"] == second.seq]
     assert ends[-1]["message"]["heard"] == second.heard

@@ -8,6 +8,7 @@ from agents.providers.fake import FakeProvider
 from conversations.models import Message, PlanningState
 from rag.models import CodeFile
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS, kept
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -16,18 +17,27 @@ PROPOSAL = (
     "Add a rate limiter to the login view that counts failed attempts per user and refuses "
     "the sixth one within a minute."
 )
-CRITIQUE = "A per-process counter doubles the limit behind two workers; keep it in the database."
+# An objection in any reading (a negation), so it is checked against the evidence before A
+# answers it: "doubles the limit behind two workers" alone is not read as one (agents.objections).
+CRITIQUE = "A per-process counter does not hold across two workers; keep it in the database."
 
 
 def messages(session):
     return list(session.messages.order_by("seq"))
 
 
+def debate_turns(rows):
+    """The debate's turns (Agent A's evidence plan, before them, is a message of A's too)."""
+    return [m for m in rows if m.role == Message.Role.AGENT and m.node == ""]
+
+
 async def test_a_debate_that_repeats_itself_hands_over_before_the_exchange_cap(start, user):
     FakeProvider.script(
         "fake",
+        NO_LOOKUPS,  # Agent A's evidence plan, before its first turn
         PROPOSAL, CONTINUE,
         CRITIQUE, CONTINUE,
+        kept(1),  # the critique checked against the evidence, before A answers it
         PROPOSAL, CONTINUE,  # Agent A says it again
         "Never reached.", CONTINUE,
     )  # fmt: skip
@@ -37,7 +47,7 @@ async def test_a_debate_that_repeats_itself_hands_over_before_the_exchange_cap(s
     await client.until_state("awaiting_human")
 
     rows = await database_sync_to_async(messages)(session)
-    turns = [m for m in rows if m.role == Message.Role.AGENT]
+    turns = debate_turns(rows)
     assert [m.content for m in turns] == [PROPOSAL, CRITIQUE, PROPOSAL]
     note = rows[-1]
     assert note.role == Message.Role.SYSTEM and note.node == "loop"
@@ -51,7 +61,9 @@ async def test_a_debate_that_repeats_itself_hands_over_before_the_exchange_cap(s
 
 
 async def test_after_the_human_replies_the_debate_goes_on(start, user):
-    FakeProvider.script("fake", PROPOSAL, CONTINUE, CRITIQUE, CONTINUE, PROPOSAL, CONTINUE)
+    FakeProvider.script(
+        "fake", NO_LOOKUPS, PROPOSAL, CONTINUE, CRITIQUE, CONTINUE, kept(1), PROPOSAL, CONTINUE
+    )
     session = await start(mode="debate", max_exchanges=10)
     client = Client(user, session.pk)
     await client.connect()
@@ -87,6 +99,9 @@ async def test_the_same_validation_error_twice_goes_to_the_checkpoint_not_back(
     start, user, settings
 ):
     settings.PLANAGENTS_MAX_VALIDATION_RETRIES = 5
+    # Investigation off: with it on, a proposal's files are an enum of the codebase's real
+    # paths, so only a session without evidence can invent one twice.
+    settings.PLANAGENTS_EVIDENCE_STEPS = 0
     FakeProvider.script(
         "fake",
         "The login flow starts here.",  # analyze_codebase

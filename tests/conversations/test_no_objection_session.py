@@ -13,6 +13,7 @@ from conversations.models import Message, Plan
 from rag.models import CodeFile
 from tests.conversations.test_planning_session import plan_draft, proposal
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 REFUSAL = (
     "I am sorry, but I do not have enough information to review this proposal. Could you "
@@ -24,14 +25,12 @@ AGAIN = "I apologize, but I am unable to assist with reviewing this code."
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("jobs_drained")
 async def test_a_reviewer_that_only_refuses_leaves_no_objection_in_the_plan(
-    start, user, codebase, settings, client
+    start, user, codebase, client
 ):
-    # The review is what is tested; an investigation would need an evidence plan scripted too.
-    settings.PLANAGENTS_EVIDENCE_STEPS = 0
     paths = CodeFile.objects.filter(codebase=codebase, role="source").values_list("path")
     path = (await database_sync_to_async(paths.first)())[0]
     FakeProvider.script(
-        "fake", "The login flow.", proposal(path), REFUSAL, AGAIN, plan_draft(path),
+        "fake", "The login flow.", NO_LOOKUPS, proposal(path), REFUSAL, AGAIN, plan_draft(path),
     )  # fmt: skip
     session = await start()
     ws = Client(user, session.pk)

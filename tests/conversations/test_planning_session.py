@@ -6,9 +6,11 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agents.providers.fake import FakeProvider, Hold
+from agents.schemas import merge_new_files
 from conversations.models import Message, Plan, PlanningState
 from rag.models import CodeFile
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS, kept
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -20,6 +22,8 @@ def source_paths(codebase):
 
 
 def proposal(path, *, extra=None):
+    """A proposal as the model writes it once there is evidence: `path` is one of the files
+    offered, and its step changes no definition the agents were shown ("none")."""
     files = [{"path": path, "action": "modify", "reason": "the login handler lives here"}]
     files += extra or []
     return {
@@ -27,6 +31,7 @@ def proposal(path, *, extra=None):
         "steps": [
             {
                 "title": "Count failures",
+                "symbol": "none",
                 "detail": f"Wrap the handler at `{path}:1`.",
                 "files": [path],
             }
@@ -36,21 +41,31 @@ def proposal(path, *, extra=None):
 
 
 def plan_draft(path):
+    """A plan as the model writes it once there is evidence: existing files from those
+    offered, the new one in `new_files` (merge_new_files gives the shape without evidence)."""
     return {
         "summary": "Add a per-user failed-login counter.",
         "decisions": ["Keep counters in memory: one process serves the app."],
-        "steps": [{"title": "Add the counter", "detail": f"See `{path}:1`.", "files": [path]}],
-        "files": [
-            {"path": path, "action": "modify", "reason": "handler"},
-            {"path": "app/ratelimit.py", "action": "create", "reason": "the limiter"},
+        "steps": [
+            {
+                "title": "Add the counter",
+                "symbol": "none",
+                "detail": f"See `{path}:1`.",
+                "files": [path],
+            }
         ],
+        "files": [{"path": path, "action": "modify", "reason": "handler"}],
+        "new_files": [{"path": "app/ratelimit.py", "reason": "the limiter"}],
         "testing": ["A test that the sixth failed login in a minute gets 429."],
         "risks": ["Counters reset on restart."],
         "effort": {"size": "S", "estimate": "1 day"},
     }
 
 
-async def test_it_runs_a_planning_session_to_a_validated_plan(start, user, codebase):
+async def test_it_runs_a_planning_session_to_a_validated_plan(start, user, codebase, settings):
+    # Investigation off: with it on, a proposal's files are an enum of the codebase's real
+    # paths, so only a session without evidence can invent a path for validation to catch.
+    settings.PLANAGENTS_EVIDENCE_STEPS = 0
     path = (await database_sync_to_async(source_paths)(codebase))[0]
     FakeProvider.script(
         "fake",
@@ -85,7 +100,7 @@ async def test_it_runs_a_planning_session_to_a_validated_plan(start, user, codeb
         assert client.texts[m.seq] == m.content
     assert [m.seq for m in messages] == list(range(1, len(messages) + 1))
 
-    FakeProvider.script("fake", plan_draft(path))
+    FakeProvider.script("fake", merge_new_files(plan_draft(path)))
     await client.send({"type": "control", "action": "approve"})
     await client.until_state("completed")
     assert client.of_type("plan.updated")[-1]["version"] == 1
@@ -110,9 +125,11 @@ async def test_a_review_that_echoes_the_proposal_is_redone_before_validation(sta
     FakeProvider.script(
         "fake",
         f"The login flow starts at `{path}:1`.",
+        NO_LOOKUPS,  # investigate
         {**proposal(path), "summary": summary},
         f"Agreed. {summary}",  # review_and_refine, echoing the proposal
         review,
+        kept(1),  # verify_review: the review's one objection
     )
     session = await start()
     client = Client(user, session.pk)
@@ -132,7 +149,7 @@ async def test_a_review_that_echoes_the_proposal_is_redone_before_validation(sta
     )
     assert "copied Agent A's proposal" in redo.messages[-1].content
     state = await database_sync_to_async(PlanningState.objects.get)(session=session)
-    assert state.review == review
+    assert state.review == f"1. {review}"  # the objection verify_review kept, for Agent A
     await client.close()
 
 

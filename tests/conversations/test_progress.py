@@ -21,6 +21,7 @@ from conversations.progress import (
 )
 from rag.models import CodeFile
 from tests.conversations.test_planning_session import proposal
+from tests.scripted import NO_LOOKUPS, kept
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -132,8 +133,9 @@ async def test_a_redone_reply_keeps_its_discarded_attempt_and_says_why(watched, 
     echo = f"Agreed. {summary}"
     review = "The count lives in process memory; two workers would each allow five attempts."
     FakeProvider.script(
-        "fake", f"See `{path}:1`.", {**proposal(path), "summary": summary}, echo, review
-    )
+        "fake", f"See `{path}:1`.", NO_LOOKUPS, {**proposal(path), "summary": summary}, echo,
+        review, kept(1),
+    )  # fmt: skip
     session, client = await watched()
     await client.until_state("awaiting_human", node="checkpoint")
 
@@ -172,6 +174,7 @@ async def test_a_repaired_structured_reply_says_why_its_text_starts_again(watche
     FakeProvider.script(
         "fake",
         f"See `{path}:1`.",
+        NO_LOOKUPS,  # investigate
         '{"summary": "Throttle failed logins in the login handler.", "steps": [',  # cut off
         proposal(path),  # the repair
         "Looks right.",

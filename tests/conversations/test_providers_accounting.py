@@ -11,6 +11,7 @@ from django.test import Client as HttpClient
 from agents.providers.fake import FakeProvider
 from conversations import services
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -24,7 +25,8 @@ def logged_in(user) -> HttpClient:
 
 
 async def test_each_message_records_profile_model_tokens_latency_and_cost(user, codebase):
-    FakeProvider.script("fake-backup", "A1: add a limiter.", HANDOVER)
+    # Agent A's evidence plan first, then its reply.
+    FakeProvider.script("fake-backup", NO_LOOKUPS, "A1: add a limiter.", HANDOVER)
     FakeProvider.script("fake", "B1: never written.")
     session = await database_sync_to_async(services.start_session)(
         user,
@@ -38,7 +40,7 @@ async def test_each_message_records_profile_model_tokens_latency_and_cost(user, 
     await client.connect()
     await client.until_state("awaiting_human")
 
-    message = await database_sync_to_async(lambda: session.messages.get(role="agent"))()
+    message = await database_sync_to_async(lambda: session.messages.get(role="agent", node=""))()
     assert (message.profile, message.model) == ("fake-backup", "scripted")
     assert message.prompt_tokens > 0 and message.completion_tokens > 0
     # Reply and signal both priced: $1/M read, $2/M written.
@@ -48,8 +50,12 @@ async def test_each_message_records_profile_model_tokens_latency_and_cost(user, 
     assert ended[-1]["cost_usd"] == pytest.approx(expected)
 
     used = await database_sync_to_async(lambda: type(session).objects.get(pk=session.pk))()
-    assert used.tokens_used == message.prompt_tokens + message.completion_tokens
-    assert used.calls_used == 2
+    plan = await database_sync_to_async(
+        lambda: session.messages.get(turn_key="investigate:plan:1")
+    )()
+    assert plan.prompt_tokens > 0  # the evidence plan is charged too, on its own message
+    assert used.tokens_used == sum(m.prompt_tokens + m.completion_tokens for m in (plan, message))
+    assert used.calls_used == 3  # the evidence plan, the reply, its signal
 
     html = await database_sync_to_async(
         lambda: logged_in(user).get(f"/sessions/{session.pk}/").content.decode()

@@ -12,6 +12,7 @@ from conversations.models import Plan, PlanningState
 from rag.retrieval import retrieve
 from tests.conversations.test_planning_session import plan_draft, proposal, source_paths
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS, kept
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -59,8 +60,10 @@ async def test_restated_review_lines_do_not_become_decisions(start, user, codeba
     FakeProvider.script(
         "fake",
         f"The login flow starts at `{path}:1`.",
+        NO_LOOKUPS,  # investigate
         {**proposal(path), "summary": PROPOSAL},
         f"- {PROPOSAL}\n- {REAL}",  # the review: one restatement, one objection
+        kept(1),  # verify_review: only the objection is checked
     )
     session = await start(task=TASK)
     client = Client(user, session.pk)
@@ -79,7 +82,7 @@ async def test_restated_review_lines_do_not_become_decisions(start, user, codeba
 
 async def test_the_final_message_says_which_copied_fields_the_plan_left_out(start, user, codebase):
     path = (await database_sync_to_async(source_paths)(codebase))[0]
-    FakeProvider.script("fake", f"The login flow starts at `{path}:1`.", proposal(path))
+    FakeProvider.script("fake", f"The login flow starts at `{path}:1`.", NO_LOOKUPS, proposal(path))
     session = await start(task=TASK)
     client = Client(user, session.pk)
     await client.connect()
@@ -103,7 +106,10 @@ async def test_the_proposal_message_says_when_its_summary_was_the_instructions(
     path = (await database_sync_to_async(source_paths)(codebase))[0]
     copied = "Two or three sentences on what changes and why."  # the request's own words
     FakeProvider.script(
-        "fake", f"The login flow starts at `{path}:1`.", {**proposal(path), "summary": copied}
+        "fake",
+        f"The login flow starts at `{path}:1`.",
+        NO_LOOKUPS,
+        {**proposal(path), "summary": copied},
     )
     session = await start(task=TASK)
     client = Client(user, session.pk)

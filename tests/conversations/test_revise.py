@@ -39,7 +39,7 @@ async def test_a_revised_session_writes_plan_v2_from_the_reviewers_notes(start, 
     assert note.role == Message.Role.SYSTEM and note.data["revise"] == {"plan": 1, "notes": NOTES}
     assert "Plan v1 reopened for revision" in note.content and NOTES in note.content
 
-    calls_before = len(FakeProvider.calls("fake"))
+    proposals_before = len(FakeProvider.prompts(schema="Proposal"))
     # What the page sends: the change request it prefilled with the notes.
     await client.send({"type": "control", "action": "modify", "text": NOTES})
     await client.until_state("running")
@@ -52,10 +52,9 @@ async def test_a_revised_session_writes_plan_v2_from_the_reviewers_notes(start, 
     )()  # fmt: skip
     assert versions == [1, 2]
     assert client.of_type("plan.updated")[-1]["version"] == 2
-    revision = FakeProvider.calls("fake")[calls_before:]
-    proposal_prompt = next(c.prompt for c in revision if c.schema is not None)
+    proposal_prompt = FakeProvider.prompts(schema="Proposal")[proposals_before]
     assert f"The human asked for these changes:\n{NOTES}" in proposal_prompt
-    final_prompt = [c.prompt for c in revision if c.schema is not None][-1]
+    final_prompt = FakeProvider.prompt(schema="PlanDraft")
     assert NOTES in final_prompt  # the final plan is written knowing what was asked
     await client.close()
 

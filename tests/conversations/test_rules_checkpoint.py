@@ -13,6 +13,7 @@ from rag import rules as rag_rules
 from rag.models import Pin, Rule
 from tests.conversations.test_planning_session import plan_draft, proposal, source_paths
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -44,8 +45,9 @@ async def to_checkpoint(start, user, codebase, *replies):
     FakeProvider.script(
         "fake",
         f"The flow starts at `{path}:1`.",  # analyze_codebase
+        NO_LOOKUPS,  # investigate
         proposal(path),  # propose_changes
-        "Looks right; add a test.",  # review_and_refine
+        "Looks right; add a test.",  # review_and_refine: no objection, nothing to verify
         *replies,  # check_rules, …
     )
     session = await start()
@@ -155,7 +157,7 @@ async def test_rules_and_pins_add_a_bounded_amount_to_a_prompt(start, user, code
             Pin.objects.create(codebase=codebase, kind="file", path=path)
 
     await many()
-    FakeProvider.script("fake", "Analysis.", proposal(path), "Review.", violations())
+    FakeProvider.script("fake", "Analysis.", NO_LOOKUPS, proposal(path), "Review.", violations())
     session = await start()
     client = Client(user, session.pk)
     await client.connect()
@@ -163,7 +165,7 @@ async def test_rules_and_pins_add_a_bounded_amount_to_a_prompt(start, user, code
 
     propose = next(c for c in FakeProvider.calls("fake") if "Propose the change" in c.prompt)
     start_at = propose.prompt.index("Codebase rules")
-    end_at = propose.prompt.index("Code context")
+    end_at = propose.prompt.index("Evidence from the codebase")  # what follows the pins
     added = propose.prompt[start_at:end_at]
     assert len(added) <= rag_rules.RULES_CHARS + rag_pins.PINS_CHARS + 200
     assert "more rule(s) left out for length." in added
@@ -172,7 +174,7 @@ async def test_rules_and_pins_add_a_bounded_amount_to_a_prompt(start, user, code
 
 async def test_without_rules_there_is_no_check_call_and_nothing_blocks(start, user, codebase):
     path = (await database_sync_to_async(source_paths)(codebase))[0]
-    FakeProvider.script("fake", "Analysis.", proposal(path), "Review.")
+    FakeProvider.script("fake", "Analysis.", NO_LOOKUPS, proposal(path), "Review.")
     session = await start()
     client = Client(user, session.pk)
     await client.connect()
