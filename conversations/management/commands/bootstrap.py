@@ -47,17 +47,16 @@ class Command(BaseCommand):
         )
 
     def _prepare_default_model(self) -> None:
-        from agents.providers.weights import QWEN_CODER_05B, ensure_weights
+        from agents.providers import prepare_weights
 
         info = get_profile_info(settings.PLANAGENTS_DEFAULT_PROFILE)
         if not info.available:
             self.stdout.write(self.style.WARNING(f"Default model unavailable: {info.reason}"))
             return
-        if info.backend != "llama.cpp":
-            return
         try:
-            path = ensure_weights(QWEN_CODER_05B)
+            path = prepare_weights(settings.PLANAGENTS_DEFAULT_PROFILE)
         except ProviderUnavailable as exc:
             self.stdout.write(self.style.ERROR(str(exc)))
             return
-        self.stdout.write(f"Local model ready: {path}")
+        if path is not None:
+            self.stdout.write(f"Local model ready: {path}")
