@@ -19,6 +19,7 @@ from agents.investigation.session import profile_summary
 from agents.planning import nodes
 from agents.prompts import AGENT_A, AGENT_B, TOOL_GUIDE
 from agents.providers.fake import FakeProvider
+from agents.verification import NO_OBJECTION_NOTE
 from conversations import services
 from conversations.models import Message, Plan, PlanningSession, PlanningState
 from conversations.store import add_message
@@ -245,6 +246,16 @@ def test_the_objection_check_holds_the_evidence_and_the_numbered_objections(sess
         )
         == []
     )
+
+
+def test_a_proposal_after_a_review_with_no_objection_is_told_so(session):
+    ctx = investigated(session, proposal=proposal(), review="Looks good to me.", iteration=1)
+    ctx.state.review = nodes.verify_review(ctx).changes["review"]
+    nodes.propose_changes(ctx)
+    prompt = FakeProvider.prompt(schema="Proposal")
+    critique = f"Reviewer's critique of the previous proposal:\n{NO_OBJECTION_NOTE}"
+    assert critique in prompt
+    assert "discarded" not in prompt  # no objection was raised, so none was discarded
 
 
 def test_the_final_plan_prompt_holds_the_proposal_the_critique_and_the_checks(session):
