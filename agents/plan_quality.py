@@ -14,6 +14,7 @@ import builtins
 import keyword
 import re
 import sqlite3
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -147,6 +148,7 @@ class KnownNames:
     """Whether some file's text has a name as a word, when not the codebase's files in the
     database (the grounding bench reads the pack instead)."""
     _seen: dict[str, bool] = field(default_factory=dict)
+    _defined_seen: dict[str, bool] = field(default_factory=dict)
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection | None]:
@@ -177,6 +179,13 @@ class KnownNames:
             for n in names
             if n not in self.extra and n not in _KNOWN_WORDS and not self._seen.get(n, True)
         }
+
+    def defined(self, name: str) -> bool:
+        """Whether the codebase defines `name` (its symbol table), whatever else knows it."""
+        if name not in self._defined_seen:
+            with self._db() as db:
+                self._defined_seen[name] = self._defined(db, name)
+        return self._defined_seen[name]
 
     def _defined(self, db: sqlite3.Connection | None, name: str) -> bool:
         if db is None:
@@ -243,15 +252,27 @@ def written_paths(text: str) -> list[str]:
 
 
 def code_names(text: str) -> list[str]:
-    """Identifiers written as code in `text`: each code span's dotted names (`a.b.c`,
-    `Class.method`, `name()`), leaving out spans that are paths or citations."""
+    """Names written as code in `text` that claim to be code of the codebase: in each code
+    span, a dotted name (`a.b.c`, `Class.method`) or a call (`name()`); a bare word in
+    backticks (`REMOTE_ADDR`, `blocked`) makes no such claim. Spans that are paths or
+    citations are left out."""
     names: list[str] = []
     for _, span in _CODE_SPAN.findall(text):
         span = span.strip()
         if is_path_like(span) or any(is_path_like(w) for w in span.split()):
             continue
-        names += _DOTTED.findall(span)
+        for match in _CLAIM.finditer(span):
+            name, called = match.group(1), bool(match.group(2))
+            if "." in name or called:
+                names.append(name)
     return list(dict.fromkeys(names))
+
+
+_CLAIM = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(\s*\()?")
+RECEIVERS = frozenset({"self", "cls", "this"})
+"""A dotted name starting with these is a member of the codebase's own code."""
+STANDARD_MODULES = frozenset(sys.stdlib_module_names)
+"""`time.monotonic`, `os.path.join`: the language's library, not the codebase's to check."""
 
 
 def _sentences(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -284,7 +305,13 @@ def new_definitions(data: dict[str, Any]) -> set[str]:
                 names.add(match.group(1) or match.group(2))
         target = as_dict(step.get("target"))
         if target.get("kind") == "new":
-            names |= set(code_names(f"{step.get('title') or ''} {step.get('detail') or ''}"))
+            # "Add LoginThrottle": what a new-definition step names is what it introduces.
+            names |= identifiers(f"{step.get('title') or ''}")
+            names |= {
+                part
+                for name in code_names(str(step.get("detail") or ""))
+                for part in name.split(".")
+            }
     return names
 
 
@@ -430,9 +457,7 @@ def judge(
     coded: list[str] = []
     for _, text in _sentences(data):
         coded += code_names(text)
-    coded = list(dict.fromkeys(coded))
-    unknown_parts = known.unknown({part for name in coded for part in name.split(".")})
-    names = [n for n in coded if any(part in unknown_parts for part in n.split("."))]
+    names = [n for n in dict.fromkeys(coded) if _invented(n, known, _module_names(paths))]
 
     return Quality(
         steps=len(steps),
@@ -446,6 +471,36 @@ def judge(
         tests=_tests(data, files, paths, related),
         tests_named=_tests_named(data, files, paths, related),
     )
+
+
+def _module_names(paths: FileSet) -> set[str]:
+    """The names the codebase's files give its modules and packages (`todo`, `auth`)."""
+    return {
+        PurePosixPath(part).stem for path in paths for part in PurePosixPath(path).parts if part
+    }
+
+
+def _invented(name: str, known: KnownNames, modules: set[str]) -> bool:
+    """Whether a name written as code claims code the codebase does not have.
+
+    A call `name()` is invented when nothing knows `name`. A dotted name is judged by its root:
+    one the plan introduces is new code (its members too); `self.x` is the codebase's own; a
+    standard module, or a root the files use but do not define (an import alias such as `np`,
+    an outside library), is outside code the app cannot check; a root nobody knows is
+    invented. Under a root of the codebase (a module, package or definition), every further
+    part must be known."""
+    parts = name.split(".")
+    root, rest = parts[0], parts[1:]
+    if not rest:
+        return bool(known.unknown({root}))
+    if root in known.extra:
+        return False
+    if root not in RECEIVERS:
+        if root in STANDARD_MODULES:
+            return False
+        if root not in modules and not known.defined(root):
+            return bool(known.unknown({root}))
+    return bool(known.unknown({p for p in rest if p not in modules}))
 
 
 def _named_tests(data: dict[str, Any], files: list[dict[str, Any]], paths: FileSet) -> list[str]:

@@ -19,7 +19,7 @@ from agents import rules_gate
 from agents.workflow import APPROVE, CHECKPOINT, MODIFY
 from conversations.models import Message, PlanningSession, PlanningState
 from conversations.progress import current_progress, workflow_steps
-from conversations.rendering import render_markdown
+from conversations.rendering import RENDERING_VERSION, render_markdown
 from planagents.streaming import publish
 
 
@@ -107,7 +107,10 @@ def stored_html(message: Message) -> str | None:
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    # The renderer's version is part of the digest: HTML stored by an older renderer (one that
+    # kept outside links live) is rendered again rather than served.
+    keyed = f"{RENDERING_VERSION}\0{text}"
+    return hashlib.sha256(keyed.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def file_url_prefix(codebase_id: int) -> str:

@@ -10,7 +10,7 @@ from agents import trace
 from agents.citations import line_note
 from agents.models import LLMCall
 from agents.providers import list_profiles
-from conversations import progress, services, store
+from conversations import exports, progress, services, store
 from conversations.forms import NewSessionForm
 from conversations.models import Plan, PlanningSession
 from conversations.plan_page import editor_context, page_context
@@ -136,7 +136,10 @@ def plan_page(request: HttpRequest, session_id: int) -> HttpResponse:
 def plan_download(request: HttpRequest, session_id: int) -> HttpResponse:
     session = _session_or_404(request, session_id)
     plan = _plan_or_404(request, session)
-    response = HttpResponse(plan.markdown, content_type="text/markdown; charset=utf-8")
+    # The same policy as the other exports: no live outside link or image in pasted markdown.
+    response = HttpResponse(
+        exports.safe_markdown(plan.markdown), content_type="text/markdown; charset=utf-8"
+    )
     response["Content-Disposition"] = f'attachment; filename="plan-{session.pk}-v{plan.version}.md"'
     return response
 

@@ -139,7 +139,9 @@ REVIEW = (
     "give `LoginThrottle` a clock) so `tests/test_api.py` can step time instead."
 )
 REVIEW_SHOWN = 52  # words of the review on the page when it is held: into its second objection
-HELD_TAIL = " ".join(REVIEW.split()[REVIEW_SHOWN - 4 : REVIEW_SHOWN])  # the page has them all
+# The last pieces before the hold may still be in the turn's ~75 ms batch (it is flushed by the
+# next piece), so the page is waited for up to a few words earlier.
+HELD_TAIL = " ".join(REVIEW.split()[REVIEW_SHOWN - 12 : REVIEW_SHOWN - 8])
 
 VERDICTS = {
     "verdicts": [
@@ -166,6 +168,7 @@ PLAN = {
     "steps": [
         {
             "title": "Add LoginThrottle",
+            "symbol": "new definition in todo/auth.py",
             "detail": (
                 "In `todo/auth.py` beside `TokenStore` (`todo/auth.py:26`) [E2]: failures per "
                 "(username, address) with `blocked`, `failed` and `clear`, a `clock` argument "
@@ -175,6 +178,7 @@ PLAN = {
         },
         {
             "title": "Let json_response send headers",
+            "symbol": "json_response",
             "detail": (
                 "Add an optional `headers` argument to `json_response` (`todo/api.py:15`) "
                 "[E1]; the existing callers are unchanged."
@@ -183,6 +187,7 @@ PLAN = {
         },
         {
             "title": "Check the throttle in login",
+            "symbol": "login",
             "detail": (
                 "In `login` (`todo/api.py:28`) [E1], read `REMOTE_ADDR`, answer 429 with "
                 "`Retry-After` before `check_password` when blocked, record the failure on the "
@@ -192,6 +197,7 @@ PLAN = {
         },
         {
             "title": "Test it with a fake clock",
+            "symbol": "none",
             "detail": (
                 "Next to `test_it_rejects_a_bad_password` (`tests/test_api.py:23`) [E4], swap "
                 "in a `LoginThrottle` with a settable clock, as the tests already swap "
@@ -222,6 +228,36 @@ PLAN = {
 }  # fmt: skip
 
 
+# One change sketch per step on a real definition: "before" lines are the fixture's own.
+SKETCHES = [
+    {
+        "before": [
+            "def json_response(start_response, status: str, body: object) -> list[bytes]:",
+            'start_response(status, [("Content-Type", "application/json")])',
+        ],
+        "after": [
+            "def json_response(start_response, status: str, body: object, headers=()) -> list[bytes]:",
+            '    start_response(status, [("Content-Type", "application/json"), *headers])',
+        ],
+    },
+    {
+        "before": [
+            'stored = USERS.get(body.get("username", ""))',
+            'if stored is None or not check_password(body.get("password", ""), stored):',
+        ],
+        "after": [
+            '    key = (body.get("username", ""), environ.get("REMOTE_ADDR", ""))',
+            "    if wait := throttle.blocked(key):",
+            '        return json_response(start_response, "429 Too Many Requests",',
+            '                             {"error": "too many attempts"}, [("Retry-After", str(wait))])',
+            '    stored = USERS.get(body.get("username", ""))',
+            '    if stored is None or not check_password(body.get("password", ""), stored):',
+            "        throttle.failed(key)",
+        ],
+    },
+]  # fmt: skip
+
+
 def held(name: str, text: str, pieces: int) -> dict[str, Any]:
     return {"hold": {"text": text, "pieces": pieces, "name": name}}
 
@@ -233,6 +269,7 @@ SCRIPT: dict[str, dict[str, list[Any]]] = {
         "Proposal": [json.dumps(PROPOSAL)],
         "Verdicts": [json.dumps(VERDICTS)],
         "PlanDraft": [json.dumps(PLAN)],
+        "ChangeSketch": [json.dumps(sketch) for sketch in SKETCHES],
     }
 }
 

@@ -70,14 +70,28 @@ def test_a_new_test_module_in_a_folder_the_codebase_has_is_a_new_file_not_an_inv
     assert [w.status for w in check_written_paths(data, PATHS)] == ["new"]
 
 
-def test_code_names_are_the_dotted_names_of_code_spans_not_their_paths():
-    text = "Call `pkg.utils._encode_x()` from `TokenStore.issue`, see `todo/auth.py:5`."
-    assert code_names(text) == ["pkg.utils._encode_x", "TokenStore.issue"]
+def test_code_names_are_the_dotted_names_and_calls_of_code_spans_not_bare_words_or_paths():
+    text = "Call `pkg.utils._encode_x()` from `TokenStore.issue`, see `todo/auth.py:5`, `x = f(y)`."
+    assert code_names(text) == ["pkg.utils._encode_x", "TokenStore.issue", "f"]
+    assert code_names("Read `REMOTE_ADDR` and `blocked`.") == []  # bare words claim nothing
+
+
+def test_outside_code_and_the_plans_own_new_definitions_are_not_invented(tmp_path):
+    steps = [
+        {"title": "Add LoginThrottle", "detail": "With `blocked()`.", "target": {"kind": "new"}},
+        {"title": "Use it", "detail": "Call `LoginThrottle.blocked` and `self._missing_hook()`."},
+    ]
+    data = plan(
+        steps=steps,
+        risks=["`time.monotonic()` and `os.path.join` are standard; `nowhere.mod.f()` is not."],
+    )
+    quality = judge(data, PATHS, task="", index_folder=indexed(tmp_path))
+    assert sorted(quality.invented_names) == ["nowhere.mod.f", "self._missing_hook"]
 
 
 NAMES = plan(
     summary="Use `todo.auth._encode_token()` and `text_type` in `TokenStore.issue`.",
-    risks=["`make_token` may raise; `len()` of `str` is fine; the task's `ExpiryPolicy`."],
+    risks=["`make_token()` may raise; `len()` of `str` is fine; the task's `ExpiryPolicy()`."],
 )
 
 

@@ -30,3 +30,17 @@ def test_the_first_run_prints_a_login_for_the_address_served():
 
     again = run("--url", "http://127.0.0.1:8013")
     assert password not in again and "first-login.txt" in again
+
+
+@pytest.mark.django_db
+def test_every_start_removes_index_folders_whose_codebase_is_gone(settings, user):
+    from rag.models import Codebase
+
+    root = Path(settings.PLANAGENTS_INDEX_DIR)
+    kept = Codebase.objects.create(owner=user, name="kept", status="ready")
+    (root / str(kept.pk)).mkdir(parents=True)
+    (root / "987654").mkdir(parents=True)  # a codebase deleted mid-index, before a crash
+    out = io.StringIO()
+    call_command("bootstrap", skip_model=True, stdout=out)
+    assert "Removed 1 orphaned index folder(s)." in out.getvalue()
+    assert (root / str(kept.pk)).is_dir() and not (root / "987654").exists()

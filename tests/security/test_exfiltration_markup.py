@@ -132,3 +132,14 @@ def test_the_whole_plans_markdown_is_inert_once_made_safe(injected_plan):
     # What the plan download serves once it goes through safe_markdown (conversations.views).
     assert live_parts(injected_plan.markdown) != []
     assert live_parts(safe_markdown(injected_plan.markdown)) == []
+
+
+@pytest.mark.django_db
+def test_the_plan_download_serves_inert_markdown(client, injected_plan):
+    from django.urls import reverse
+
+    client.force_login(injected_plan.session.owner)
+    response = client.get(reverse("conversations:plan_download", args=[injected_plan.session_id]))
+    text = response.content.decode()
+    assert response.status_code == 200 and "evil.example" in text
+    assert live_parts(text) == []

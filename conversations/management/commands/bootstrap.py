@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand
 
 from agents.providers import get_profile_info
 from agents.providers.base import ProviderUnavailable
+from rag.indexing import remove_orphan_indexes
 
 
 class Command(BaseCommand):
@@ -24,6 +25,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, skip_model: bool = False, **options) -> None:  # type: ignore[no-untyped-def]
         self._ensure_admin(options.get("url") or "http://127.0.0.1:8000")
+        # Index folders whose codebase is gone (deleted mid-index before a crash): the embedded
+        # default has no Celery sweep to remove them, so every start does.
+        removed = remove_orphan_indexes()
+        if removed:
+            self.stdout.write(f"Removed {len(removed)} orphaned index folder(s).")
         if not skip_model:
             self._prepare_default_model()
 
