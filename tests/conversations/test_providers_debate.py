@@ -15,7 +15,14 @@ async def test_agent_a_on_gemini_and_agent_b_on_glm_debate_and_each_reply_is_acc
 ):
     settings.GEMINI_API_KEY = "AIza-test-key-for-replay"
     settings.GLM_API_KEY = "glm-test-key-for-replay"
-    a = Replay("gemini").stream("stream_text.sse").stream("stream_json_continue.sse")
+    # Agent A's evidence plan first: offered the tools, it answers in text and calls none (the
+    # app's own lookups still run); then its reply and its signal.
+    a = (
+        Replay("gemini")
+        .stream("stream_text.sse")
+        .stream("stream_text.sse")
+        .stream("stream_json_continue.sse")
+    )
     # Agent B answers with Agent A's very words, twice (asked once to write its own), then
     # hands over.
     b = Replay("glm").stream("stream_text.sse").stream("stream_text.sse").stream("stream_json.sse")
@@ -27,12 +34,15 @@ async def test_agent_a_on_gemini_and_agent_b_on_glm_debate_and_each_reply_is_acc
     await client.until_state("awaiting_human")
 
     rows = await database_sync_to_async(
-        lambda: list(session.messages.filter(role="agent").order_by("seq"))
+        lambda: list(session.messages.filter(role="agent", node="").order_by("seq"))
     )()
     assert [(m.agent, m.profile, m.model, m.signal, m.state) for m in rows] == [
         ("A", "gemini", "gemini-2.5-flash", "CONTINUE", "complete"),
         ("B", "glm", "glm-4.5-flash", "HANDOVER", "complete"),
     ]
+    plan = await database_sync_to_async(session.messages.get)(turn_key="investigate:plan:1")
+    assert (plan.agent, plan.profile) == ("A", "gemini")
+    assert "functionDeclarations" in str(a.body(0)["tools"])  # offered as native tool calls
     reply = "Add a limiter in app/api.py:10-42 and tests."
     flag = "\n\n_Flagged citations: `app/api.py` is not in the codebase._"
     assert rows[0].content == reply + flag  # the recorded reply cites a file that is not there
