@@ -190,7 +190,7 @@ def _step_code(step: dict[str, Any]) -> list[str]:
     first = int(code.get("start") or 1)
     where = f"{_text(code.get('path'))}:{first}-{first + len(code.get('lines') or []) - 1}"
     name = _text(target.get("name"))
-    out = ["", f"   Now, {code_span(name)} at {code_span(where)}:", ""]
+    out = ["", f"   Current code of {code_span(name)}, {code_span(where)}:", ""]
     out += [f"   {line}" for line in fenced(shown, "text")]
     if sketch and diff_lines(sketch):
         verdict = (

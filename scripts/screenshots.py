@@ -11,6 +11,7 @@ one change on it in Debian's chromium, a 1366 px and a 390 px page open on the s
 - docs/screenshots/session-done-{1366,390}.png: the session finished, after the checkpoint
   was approved;
 - docs/screenshots/session-plan-1366.png: the plan's own page.
+- docs/screenshots/plan-step-sketch-1366.png: a step's current code and its checked sketch.
 
 The replies are what a good session on this pack says: they cite the pack's real lines. Before
 each picture the script checks that the page's figures agree (usage, budget, the Trace count,
@@ -392,6 +393,10 @@ def main() -> None:
         wide.goto(url + "plan/")
         expect(wide.locator("main")).to_be_visible()
         shoot(wide, "session-plan-1366.png")
+        # A step on a real definition: its code as it is now, and the change sketch under it.
+        expect(wide.locator("main")).to_contain_text("its lines match the code above")
+        scroll_to(wide, "main li:has-text('Let json_response send headers')", top=True, gap=16)
+        shoot(wide, "plan-step-sketch-1366.png")
         browser.close()
     print(f"screenshots: done in {time.monotonic() - started:.0f} s")
 

@@ -79,7 +79,7 @@ def test_the_plan_shows_the_current_code_and_the_checked_sketch_under_the_step()
         },
     }
     markdown = render_plan({"steps": [step]}, FileSet(["todo/auth.py"]))
-    assert "   Now, `TokenStore.issue` at `todo/auth.py:15-17`:" in markdown
+    assert "   Current code of `TokenStore.issue`, `todo/auth.py:15-17`:" in markdown
     assert "   16          token = str(user)" in markdown
     assert "   Change sketch (its lines match the code above):" in markdown
     assert "   -        token = str(user)\n   +        token = (str(user), now())" in markdown
