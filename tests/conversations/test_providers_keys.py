@@ -37,9 +37,12 @@ async def test_a_failing_call_that_echoes_the_key_leaks_it_nowhere(
     keys, monkeypatch, caplog, user, codebase
 ):
     caplog.set_level(logging.DEBUG)
-    # Gemini answers Agent A with a 400 that quotes the key; the OpenAI-compatible server
+    # Gemini answers Agent A with a 400 that quotes the key, twice: its evidence plan (taken
+    # for an unusable plan, the app plans instead) and its reply. The OpenAI-compatible server
     # answers Agent B's (later) call with a 401 that does the same.
-    replay_gemini = Replay("gemini", key=GEMINI_KEY).error(400, "bad_key.json")
+    replay_gemini = (
+        Replay("gemini", key=GEMINI_KEY).error(400, "bad_key.json").error(400, "bad_key.json")
+    )
     monkeypatch.setattr(gemini, "http_client", replay_gemini.client)
     session = await database_sync_to_async(services.start_session)(
         user,
@@ -78,6 +81,7 @@ async def test_a_failing_call_that_echoes_the_key_leaks_it_nowhere(
     error = await database_sync_to_async(lambda: type(session).objects.get(pk=session.pk).error)()
     logs = caplog.text + "".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
     assert "***" in rows  # the scrubbed error really was shown
+    assert "the app planned instead" in rows  # on the evidence plan too
     for where, text in {
         "page": pages,
         "frames": frames,
