@@ -9,6 +9,7 @@ from django.db.models.functions import Coalesce
 from agents import rules
 from agents.decision_log import decision_log
 from agents.investigation.evidence import Evidence, evidence_context
+from agents.investigation.session import NODE as INVESTIGATION_NODE
 from agents.investigation.session import investigate, load_evidence
 from agents.loops import hand_over, session_loop
 from agents.plan import append_version, build_version, codebase_paths, render_plan
@@ -210,7 +211,8 @@ def write_debate_plan(session: PlanningSession) -> Plan | None:
     if Plan.objects.filter(session=session, note=DEBATE_PLAN_NOTE).exists():
         return None
     said = session.messages.filter(role=Message.Role.AGENT, state=Message.State.COMPLETE)
-    if not said.exclude(content="").exists():
+    # Agent A's evidence plan is not a turn of the discussion: a plan needs one.
+    if not said.exclude(content="").exclude(node=INVESTIGATION_NODE).exists():
         return None
     paths = codebase_paths(session.codebase)
     evidence = load_evidence(session.pk, INVESTIGATION)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from agents.investigation.session import NODE as INVESTIGATION
 from agents.prompts import clip_transcript, language_rule
 from agents.providers.base import ChatMessage
 from agents.runtime import TurnStream
@@ -31,9 +32,9 @@ TAKEN_OUT = "_[a path not in the discussion]_"
 
 def write_summary(session: PlanningSession) -> Message:
     lines = transcript_lines(session)
-    if not session.messages.filter(role=Message.Role.AGENT, state=Message.State.COMPLETE).exclude(
-        content=""
-    ):
+    # Agent A's evidence plan is a finished agent message too, but nobody said it to anyone.
+    replies = session.messages.filter(role=Message.Role.AGENT, state=Message.State.COMPLETE)
+    if not replies.exclude(content="").exclude(node=INVESTIGATION).exists():
         # A summary may only summarise what was said. Asked to summarise nothing, a model invents
         # proposals, objections and agreements; so no model is asked.
         return _written(

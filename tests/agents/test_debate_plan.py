@@ -92,12 +92,6 @@ async def test_stop_during_a_debate_ends_in_a_plan(start, user, codebase):
     assert "A1: add a limiter" in FakeProvider.prompt(schema="PlanDraft")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Product bug: Agent A's evidence plan is a finished agent message, so "
-    "agents.debate.write_debate_plan takes it for something said and writes a plan from a "
-    "discussion nobody had. Count only the debate's turns (node '').",
-)
 async def test_a_debate_stopped_before_anything_was_said_writes_no_plan(start, user):
     held = Hold(" ".join(f"word{i}" for i in range(500)), pieces=3)  # Agent A's first turn
     FakeProvider.script("fake", NO_LOOKUPS, held)

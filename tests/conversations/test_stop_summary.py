@@ -17,12 +17,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 INVENTED = "Agreed: use Redis.\n\n```python\nlimiter = Redis()\n```\n\nObjections: none."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Product bug: Agent A's evidence plan is a finished agent message, so "
-    "agents.summary.write_summary takes it for a reply and asks the model to summarise a "
-    "discussion nobody had (it invents an agreement). Count only the agents' turns.",
-)
 async def test_stop_before_any_reply_is_finished_says_nothing_was_decided(start, user):
     held = Hold(" ".join(f"word{i}" for i in range(500)), pieces=3)  # waits for the Stop
     FakeProvider.script("fake", NO_LOOKUPS, held, INVENTED)
