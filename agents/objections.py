@@ -50,7 +50,11 @@ def _words(*alternatives: str) -> re.Pattern[str]:
 
 
 # Everything below matches folded text: lower case, no diacritics ("Tôi" → "toi").
-_CONTRAST = re.compile(r"[,;:]?\s+(?:but|however|although|though|yet|nhung|tuy nhien)(?!\w),?\s*")
+# Clauses: a contrast word, or a semicolon (two independent clauses: "X is untested; add a
+# test" asks for a change in its second).
+_CONTRAST = re.compile(
+    r"[,;:]?\s+(?:but|however|although|though|yet|nhung|tuy nhien)(?!\w),?\s*|\s*;\s*"
+)
 _APOLOGY_LEAD = re.compile(
     r"^\W*(?:(?:i am|i[’']m|we are|we[’']re) )?(?:very |so |really |truly )?"
     r"(?:sorry|apologies|unfortunately|xin loi|rat tiec)(?!\w)[,;:.!]?\s*"

@@ -371,6 +371,9 @@ def review_and_refine(ctx: NodeContext) -> NodeResult:
         # A "review" that restates the proposal, or the task and the instruction, is no review.
         answering=f"{proposal_md}\n{ctx.session.task}\n{request}",
         answering_label="Agent A's proposal and the task",
+        # A review that objects to nothing (a refusal, a question back, praise) is asked once
+        # more, then kept and shown as "no objection raised" (agents.objections).
+        reviewing=True,
     )
     _store_citations(ctx, message)
     return NodeResult({"review": message.content})

@@ -106,7 +106,9 @@ async def test_a_session_runs_the_models_real_lookups_and_not_the_guides_example
         "files": [{"path": "todo/auth.py", "action": "modify", "reason": "TokenStore"}],
         "new_files": [],
     }
-    FakeProvider.script("fake", "TokenStore is in `todo/auth.py:1`.", plan, proposal, "Fine.")
+    FakeProvider.script(
+        "fake", "TokenStore is in `todo/auth.py:1`.", plan, proposal, "Fine.", "Fine."
+    )
     session = await start(task="Make the token store drop old tokens")
     client = Client(user, session.pk)
     await client.connect()

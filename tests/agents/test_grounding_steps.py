@@ -211,7 +211,12 @@ async def test_every_step_of_the_final_plan_cites_a_line_it_was_shown(start, use
     hits = await database_sync_to_async(retrieve_for)(session)
     path = hits[0].path
     FakeProvider.script(
-        "fake", "Tokens live in the store.", NO_LOOKUPS, proposal(path), "Looks right."
+        "fake",
+        "Tokens live in the store.",
+        NO_LOOKUPS,
+        proposal(path),
+        "Looks right.",
+        "Looks right.",
     )
     client = Client(user, session.pk)
     await client.connect()

@@ -121,3 +121,8 @@ def test_a_review_with_no_real_objection_is_a_problem_to_redo_and_says_so():
     )
     assert problem.note.startswith("No objection raised")
     assert review_problem("Counters in memory break with two workers.", PROPOSAL) is None
+
+
+def test_a_change_asked_for_after_a_semicolon_is_an_objection():
+    # Seen while wiring the redo: the clause that asks for the change follows a semicolon.
+    assert is_objection("The proposal leaves the 429 path untested; add a test for it.")

@@ -77,5 +77,5 @@ def test_a_file_the_task_names_is_in_the_plan_saying_the_app_added_it(user):
             "path": "requests/sessions.py",
             "action": "modify",
             "reason": "The task names `requests/sessions.py`; added by the app.",
-        }
+        },
     ]

@@ -52,7 +52,9 @@ async def test_a_quoted_line_and_a_named_file_become_evidence_cards(
         "files": [{"path": "todo/auth.py", "action": "modify", "reason": "tokens"}],
         "new_files": [],
     }
-    FakeProvider.script("fake", "Tokens are issued in `todo/auth.py:1`.", plan, proposal, "Fine.")
+    FakeProvider.script(
+        "fake", "Tokens are issued in `todo/auth.py:1`.", plan, proposal, "Fine.", "Fine."
+    )
     session = await start(task=TASK)
     client = Client(user, session.pk)
     await client.connect()

@@ -103,7 +103,7 @@ async def test_a_second_round_sees_what_the_first_found(start, user):
                          "why": "its methods", "depends_on": [], "kind": "independent"}],
               "next_action": "synthesize"}  # fmt: skip
     session, client = await run_to_checkpoint(
-        start, user, evidence_plan("retrieve"), second, proposal(), "Fine."
+        start, user, evidence_plan("retrieve"), second, proposal(), "Fine.", "Fine."
     )
     replan = FakeProvider.calls("fake", text=False)[1].prompt
     assert "Found so far:" in replan and "[E1] find_symbol(TokenStore) → todo/auth.py:" in replan
@@ -115,7 +115,7 @@ async def test_a_second_round_sees_what_the_first_found(start, user):
 
 async def test_bad_json_gets_one_repair(start, user):
     session, client = await run_to_checkpoint(
-        start, user, "{not json", evidence_plan(), proposal(), "Fine."
+        start, user, "{not json", evidence_plan(), proposal(), "Fine.", "Fine."
     )
     structured = FakeProvider.calls("fake", text=False)
     assert "That JSON is not valid" in structured[1].prompt  # the repair, then the real plan
@@ -127,7 +127,7 @@ async def test_bad_json_gets_one_repair(start, user):
 async def test_an_unusable_plan_falls_back_to_the_apps_own_and_the_session_goes_on(start, user):
     bad = {"steps": [{"id": "E1", "tool": "grep", "argument": "x", "why": "w",
                       "depends_on": [], "kind": "independent"}], "next_action": "synthesize"}  # fmt: skip
-    session, client = await run_to_checkpoint(start, user, bad, bad, proposal(), "Fine.")
+    session, client = await run_to_checkpoint(start, user, bad, bad, proposal(), "Fine.", "Fine.")
     plan_message = await database_sync_to_async(
         lambda: Message.objects.get(session=session, node="investigate", role="agent")
     )()
@@ -141,7 +141,9 @@ async def test_an_unusable_plan_falls_back_to_the_apps_own_and_the_session_goes_
 async def test_a_resumed_investigation_reruns_neither_the_model_nor_finished_tools(
     start, user, monkeypatch
 ):
-    session, client = await run_to_checkpoint(start, user, evidence_plan(), proposal(), "Fine.")
+    session, client = await run_to_checkpoint(
+        start, user, evidence_plan(), proposal(), "Fine.", "Fine."
+    )
     await client.close()
     ran: list[tuple[str, str]] = []
     real = Workspace.call
@@ -183,7 +185,7 @@ async def test_the_plan_shown_is_the_plan_that_ran(start, user):
     step = {"id": "E1", "tool": "outline", "argument": "todo/auth.py", "why": "its methods",
             "depends_on": [], "kind": "independent"}  # fmt: skip
     repeated = {"steps": [step] * 6, "next_action": "synthesize"}
-    session, client = await run_to_checkpoint(start, user, repeated, proposal(), "Fine.")
+    session, client = await run_to_checkpoint(start, user, repeated, proposal(), "Fine.", "Fine.")
     await client.close()
 
     shown = await database_sync_to_async(
@@ -209,7 +211,7 @@ async def test_the_apps_own_lookups_run_when_the_model_fills_every_slot(start, u
         )
     ]  # fmt: skip
     full = {"steps": steps, "next_action": "synthesize"}
-    session, client = await run_to_checkpoint(start, user, full, proposal(), "Fine.")
+    session, client = await run_to_checkpoint(start, user, full, proposal(), "Fine.", "Fine.")
     await client.close()
 
     items = await database_sync_to_async(evidence_messages)(session)
@@ -246,7 +248,7 @@ async def test_the_file_a_called_method_is_handed_down_to_comes_first_in_the_cho
                        "depends_on": [], "kind": "independent"}], "next_action": "synthesize"}  # fmt: skip
     route = {"route": "change", "confidence": 0.9}  # the task opens with code: phase 1 asks
     FakeProvider.script("fake", route, "Frame.copy is in `shop/api.py:10`.", plan,
-                        proposal("shop/core.py"), "Fine.")  # fmt: skip
+                        proposal("shop/core.py"), "Fine.", "Fine.")  # fmt: skip
     session = await database_sync_to_async(services.start_session)(
         user, codebase=codebase, task=COPY_TASK, mode="planning",
         agent_a_profile="fake", agent_b_profile="fake",
@@ -270,7 +272,7 @@ async def test_a_step_names_a_definition_it_was_shown_and_cites_its_line(start, 
     the chosen one becomes the step's `path:line` (the model wrote no line of its own)."""
     session, client = await run_to_checkpoint(
         start, user, evidence_plan(),
-        proposal(symbol="TokenStore", detail="Give each token an expiry time."), "Fine.",
+        proposal(symbol="TokenStore", detail="Give each token an expiry time."), "Fine.", "Fine.",
     )  # fmt: skip
     propose_call = FakeProvider.calls("fake", text=False)[1]
     schema = propose_call.schema.model_json_schema()
@@ -304,7 +306,7 @@ async def test_the_file_a_pasted_traceback_fails_in_is_in_the_plan_whatever_the_
     start, user
 ):
     FakeProvider.script(
-        "fake", "Tokens are in `todo/auth.py:1`.", evidence_plan(), proposal(), "Fine."
+        "fake", "Tokens are in `todo/auth.py:1`.", evidence_plan(), proposal(), "Fine.", "Fine."
     )
     session = await start(task=TRACEBACK_TASK)
     client = Client(user, session.pk)

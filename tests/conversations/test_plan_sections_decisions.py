@@ -87,7 +87,7 @@ async def test_a_planning_sessions_plan_carries_the_humans_change_request(
     path = (await database_sync_to_async(paths.first)())[0]
     FakeProvider.script(
         "fake", "The login flow.", proposal(path), "Add a test.",
-        proposal(path), "Fine.", plan_draft(path),
+        proposal(path), "Fine.", "Fine.", plan_draft(path),
     )  # fmt: skip
     session = await start()
     client = Client(user, session.pk)
@@ -193,7 +193,7 @@ async def test_b_s_objections_reach_the_plan_when_no_verification_pass_ran(
         "- Counters in memory break with two worker processes."
     )
     FakeProvider.script(
-        "fake", "The login flow.", proposal(path), review, with_test, "Fine.", plan_draft(path),
+        "fake", "The login flow.", proposal(path), review, with_test, "Fine.", "Fine.", plan_draft(path),
     )  # fmt: skip
     session = await start()
     client = Client(user, session.pk)

@@ -177,7 +177,7 @@ async def test_a_repaired_structured_reply_says_why_its_text_starts_again(watche
         NO_LOOKUPS,  # investigate
         '{"summary": "Throttle failed logins in the login handler.", "steps": [',  # cut off
         proposal(path),  # the repair
-        "Looks right.",
+        f"The proposal does not test the 429 path: add a test to `{path}` for it.",
     )
     session, client = await watched()
     await client.until_state("awaiting_human", node="checkpoint")

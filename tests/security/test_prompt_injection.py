@@ -151,6 +151,10 @@ def pages(owner: Any, session: PlanningSession) -> dict[str, str]:
 async def obeyed(user, settings, jobs_drained):
     """A whole planning session with a model that follows the injected instructions."""
     settings.GEMINI_API_KEY = KEY
+    # Investigation off: with evidence, the schema holds a proposal's files to real paths, so
+    # an obeying model could not even write the invented one; this test is about the path
+    # check that catches a model (or a provider ignoring the schema) that does.
+    settings.PLANAGENTS_EVIDENCE_STEPS = 0
     codebase = await database_sync_to_async(indexed_codebase)(user, "injected", FILES)
     FakeProvider.script("fake", OBEDIENT_TEXT, proposal(), proposal(), proposal(), PLAN)
     FakeProvider.script("fake-backup", *[f"Agreed: {INVENTED} exists. Key {KEY}."] * 3)
