@@ -13,15 +13,13 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
-import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rag.navigation import SYMBOLS_FILE, RelatedResult
+from rag.navigation import Navigator, RelatedResult
 from rag.paths import FileSet
 
 PROSE = ("summary", "decisions", "testing", "risks")
@@ -150,18 +148,6 @@ class KnownNames:
     _seen: dict[str, bool] = field(default_factory=dict)
     _defined_seen: dict[str, bool] = field(default_factory=dict)
 
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection | None]:
-        path = self.folder / SYMBOLS_FILE if self.folder else None
-        if path is None or not path.exists():
-            yield None
-            return
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            yield db
-        finally:
-            db.close()
-
     def unknown(self, names: Iterable[str]) -> set[str]:
         """Those of `names` that neither the codebase, nor `extra`, nor any language knows.
         With neither a symbol table nor the files to read, nothing is unknown: there is
@@ -169,11 +155,11 @@ class KnownNames:
         names = set(names)
         asked = names - self._seen.keys() - self.extra - _KNOWN_WORDS
         if asked:
-            with self._db() as db:
-                if db is None and self.codebase_id is None and self.written is None:
-                    return set()
-                for name in sorted(asked)[:MAX_NAMES_CHECKED]:
-                    self._seen[name] = self._defined(db, name) or self._written(name)
+            table = self.folder is not None and Navigator(self.folder).exists()
+            if not table and self.codebase_id is None and self.written is None:
+                return set()
+            for name in sorted(asked)[:MAX_NAMES_CHECKED]:
+                self._seen[name] = self.defined(name) or self._written(name)
         return {
             n
             for n in names
@@ -183,17 +169,9 @@ class KnownNames:
     def defined(self, name: str) -> bool:
         """Whether the codebase defines `name` (its symbol table), whatever else knows it."""
         if name not in self._defined_seen:
-            with self._db() as db:
-                self._defined_seen[name] = self._defined(db, name)
+            found = Navigator(self.folder).defines(name) if self.folder else False
+            self._defined_seen[name] = found
         return self._defined_seen[name]
-
-    def _defined(self, db: sqlite3.Connection | None, name: str) -> bool:
-        if db is None:
-            return False
-        row = db.execute(
-            "SELECT 1 FROM defs WHERE name = ? AND name = ? COLLATE BINARY LIMIT 1", (name, name)
-        ).fetchone()
-        return row is not None
 
     def _written(self, name: str) -> bool:
         """Whether some file's text has `name` as a whole word. The database narrows the files

@@ -378,6 +378,18 @@ class Navigator:
     def exists(self) -> bool:
         return self.path.exists()
 
+    def defines(self, name: str) -> bool:
+        """Whether some definition is named exactly `name`, letter case included (the plan's
+        quality check asks this of each name a plan writes as code)."""
+        with self._db() as db:
+            if db is None:
+                return False
+            row = db.execute(
+                "SELECT 1 FROM defs WHERE name = ? AND name = ? COLLATE BINARY LIMIT 1",
+                (name, name),
+            ).fetchone()
+        return row is not None
+
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection | None]:
         if not self.path.exists():
