@@ -42,7 +42,7 @@ from agents.providers.base import (
     ToolSpec,
     structured_reply,
 )
-from agents.runtime import SessionStopped, TurnStream
+from agents.runtime import SessionStopped, TurnStream, stop_requested
 from conversations.models import Message, PlanningSession
 from conversations.progress import approx_tokens, heard_in, turn_progress
 from conversations.store import add_message
@@ -79,20 +79,19 @@ def _never() -> bool:
     return False
 
 
-def _stop_check(session_id: int) -> Callable[[], bool]:
+def _stop_check(session_id: int, *, reply: bool = True) -> Callable[[], bool]:
+    """A poll of the session's Stop (and, with `reply`, its Stop reply), at most every
+    STOP_CHECK_SECONDS: a provider calls it for every piece it writes."""
     last = 0.0
     stopped = False
+    wanted = Q(stop_requested=True) | Q(cancel_requested=True) if reply else Q(stop_requested=True)
 
     def should_stop() -> bool:
         nonlocal last, stopped
         now = time.monotonic()
         if not stopped and now - last >= STOP_CHECK_SECONDS:
             last = now
-            stopped = (
-                PlanningSession.objects.filter(pk=session_id)
-                .filter(Q(stop_requested=True) | Q(cancel_requested=True))
-                .exists()
-            )
+            stopped = PlanningSession.objects.filter(pk=session_id).filter(wanted).exists()
         return stopped
 
     return should_stop
@@ -108,8 +107,13 @@ def structured_call(
     schema: type[T],
     options: CallOptions,
 ) -> T:
-    """A structured reply outside any message (a debate signal): budget, retries, one repair."""
-    should_stop = options.should_stop or _never
+    """A structured reply outside any message (an evidence plan, an objection check, a debate
+    signal): budget, retries, one repair. Stop lands while it is written: the session stops,
+    rather than the cut reply being taken for an unusable one (Stop reply is for replies the
+    page shows, so it does not apply here)."""
+    if options.should_stop is None:
+        options.should_stop = _stop_check(session.pk, reply=False)
+    should_stop = options.should_stop
     traces: list[trace.CallTrace] = []
 
     def complete(prompt: list[ChatMessage]) -> str:
@@ -128,6 +132,10 @@ def structured_call(
 
     try:
         return repaired(messages, schema, complete, traces)
+    except GenerationCancelled:
+        if stop_requested(session.pk):
+            raise SessionStopped from None
+        raise
     finally:
         charge_tokens(session.pk, options.usage)
 

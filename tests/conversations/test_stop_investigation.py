@@ -11,13 +11,6 @@ from tests.conversations.wsclient import Client
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Product bug: the evidence plan is a structured_call whose CallOptions carry no "
-    "should_stop (agents/investigation/session.py _plan), so Stop is not polled while it is "
-    "written, and a GenerationCancelled would be caught there as an unusable plan: the "
-    "session looks the code up after the human stopped it.",
-)
 async def test_stop_while_agent_a_writes_its_evidence_plan_looks_nothing_up(start, user):
     # Held after its first piece until released or stopped; `timeout` bounds the bug's wait.
     held = Hold('{"steps": [], "next_action": "synthesize"}', pieces=1, timeout=10)
