@@ -79,8 +79,14 @@ def safe_markdown(text: str) -> str:
             fence = opening.group(1)
             out.append(line)
             continue
-        out.append(_safe_line(line))
+        # A blockquote's markers stay: a ">" opening a line starts no tag or autolink.
+        quote = _QUOTE.match(line)
+        prefix = quote.group(0) if quote else ""
+        out.append(prefix + _safe_line(line[len(prefix) :]))
     return "\n".join(out)
+
+
+_QUOTE = re.compile(r"^ {0,3}(?:> ?)+")
 
 
 def _safe_line(line: str) -> str:

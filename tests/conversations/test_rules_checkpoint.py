@@ -47,7 +47,8 @@ async def to_checkpoint(start, user, codebase, *replies):
         f"The flow starts at `{path}:1`.",  # analyze_codebase
         NO_LOOKUPS,  # investigate
         proposal(path),  # propose_changes
-        "Looks right; add a test.",  # review_and_refine: no objection, nothing to verify
+        "Looks right.",  # review_and_refine: no objection, nothing to verify …
+        "Looks right.",  # … and again when asked once more
         *replies,  # check_rules, …
     )
     session = await start()
@@ -157,7 +158,9 @@ async def test_rules_and_pins_add_a_bounded_amount_to_a_prompt(start, user, code
             Pin.objects.create(codebase=codebase, kind="file", path=path)
 
     await many()
-    FakeProvider.script("fake", "Analysis.", NO_LOOKUPS, proposal(path), "Review.", violations())
+    FakeProvider.script(
+        "fake", "Analysis.", NO_LOOKUPS, proposal(path), "Review.", "Review.", violations()
+    )
     session = await start()
     client = Client(user, session.pk)
     await client.connect()
@@ -174,7 +177,7 @@ async def test_rules_and_pins_add_a_bounded_amount_to_a_prompt(start, user, code
 
 async def test_without_rules_there_is_no_check_call_and_nothing_blocks(start, user, codebase):
     path = (await database_sync_to_async(source_paths)(codebase))[0]
-    FakeProvider.script("fake", "Analysis.", NO_LOOKUPS, proposal(path), "Review.")
+    FakeProvider.script("fake", "Analysis.", NO_LOOKUPS, proposal(path), "Review.", "Review.")
     session = await start()
     client = Client(user, session.pk)
     await client.connect()

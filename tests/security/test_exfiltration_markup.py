@@ -143,3 +143,10 @@ def test_the_plan_download_serves_inert_markdown(client, injected_plan):
     text = response.content.decode()
     assert response.status_code == 200 and "evil.example" in text
     assert live_parts(text) == []
+
+
+def test_a_blockquote_keeps_its_marker_in_inert_markdown():
+    text = "> **Checked by the app.** 1 step\n>> nested [x](https://evil.example)"
+    safe = safe_markdown(text)
+    assert safe.startswith("> **Checked by the app.** 1 step\n>> nested")
+    assert live_parts(safe) == []
