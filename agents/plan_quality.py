@@ -437,6 +437,7 @@ def judge(
         coded += code_names(text)
     names = [n for n in dict.fromkeys(coded) if _invented(n, known, _module_names(paths))]
 
+    named_tests = _named_tests(data, files, paths)
     return Quality(
         steps=len(steps),
         on_definitions=sum(1 for t in targets if t.get("kind") == "definition"),
@@ -446,8 +447,8 @@ def judge(
         files=len({str(f["path"]) for f in files}),
         invented_paths=list(dict.fromkeys(invented)),
         invented_names=names,
-        tests=_tests(data, files, paths, related),
-        tests_named=_tests_named(data, files, paths, related),
+        tests=_tests(named_tests, files, paths, related),
+        tests_named=bool(named_tests),
     )
 
 
@@ -520,16 +521,9 @@ def _why(why: str) -> str:
 
 
 def _tests(
-    data: dict[str, Any], files: list[dict[str, Any]], paths: FileSet, related: Any
+    named: list[str], files: list[dict[str, Any]], paths: FileSet, related: Any
 ) -> list[tuple[str, str]]:
     linked = _tests_of_changes(files, paths, related)
-    named = _named_tests(data, files, paths)
     if named:
         return [(p, linked.get(p, "named in the plan")) for p in named]
     return list(linked.items())[:5]
-
-
-def _tests_named(
-    data: dict[str, Any], files: list[dict[str, Any]], paths: FileSet, related: Any
-) -> bool:
-    return bool(_named_tests(data, files, paths))
