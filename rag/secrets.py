@@ -120,9 +120,9 @@ def _for_re2(pattern: str) -> str:
 
 def _plugin_patterns() -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
-    for plugin in get_mapping_from_secret_type_to_class().values():
-        # The mapping's type is a TypeVar's: say what it holds.
-        detector: Any = plugin
+    # The mapping's type is a TypeVar's: say what it holds.
+    detector: Any
+    for detector in get_mapping_from_secret_type_to_class().values():
         if not issubclass(detector, RegexBasedDetector) or detector.__name__ in _SKIPPED_PLUGINS:
             continue
         for rx in detector.denylist:
