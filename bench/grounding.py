@@ -414,6 +414,10 @@ def worktree(ref: str) -> Path:
             check=True,
             capture_output=True,
         )
+    # Its code finds swe-dev as ROOT.parent / "shared", beside the checkout, as here.
+    shared = tree.parent / "shared"
+    if not shared.exists():
+        shared.symlink_to(ROOT.parent / "shared")
     return tree
 
 
