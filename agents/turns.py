@@ -40,6 +40,7 @@ from agents.providers.base import (
     ProviderError,
     ToolReply,
     ToolSpec,
+    salvage,
     structured_reply,
 )
 from agents.runtime import SessionStopped, TurnStream, stop_requested
@@ -109,10 +110,10 @@ def structured_call(
 ) -> T:
     """A structured reply outside any message (an evidence plan, an objection check, a debate
     signal): budget, retries, one repair. Stop lands while it is written: the session stops,
-    rather than the cut reply being taken for an unusable one (Stop reply is for replies the
-    page shows, so it does not apply here)."""
+    rather than the cut reply being taken for an unusable one; Stop reply gives the human the
+    floor (the page offers it whenever the agents work, so it stops this call too)."""
     if options.should_stop is None:
-        options.should_stop = _stop_check(session.pk, reply=False)
+        options.should_stop = _stop_check(session.pk)
     should_stop = options.should_stop
     traces: list[trace.CallTrace] = []
 
@@ -135,6 +136,12 @@ def structured_call(
     except GenerationCancelled:
         if stop_requested(session.pk):
             raise SessionStopped from None
+        if PlanningSession.objects.filter(pk=session.pk, cancel_requested=True).update(
+            cancel_requested=False
+        ):
+            raise TurnCancelled(
+                f"the model's reply ({schema.__name__}) was stopped by you; none of it is used"
+            ) from None
         raise
     finally:
         charge_tokens(session.pk, options.usage)
@@ -264,8 +271,7 @@ def _run_turn(
     except GenerationCancelled:
         raise _cancelled(session, agent, stream) from None
     except TimeLimitReached as exc:
-        stream.interrupt(f"Stopped: {exc}.")
-        stream.retire()  # Continue writes the turn anew; this text stays as it was cut
+        _tag(exc, kept=_keep_cut(stream, exc, _whose(stream_fields), f"Stopped: {exc}."))
         raise exc from None
     except BudgetSpent as exc:
         stream.interrupt("Paused: the session's LLM budget is spent.")
@@ -291,8 +297,9 @@ def _run_turn(
                 allow_fallback=False,
                 prompt=prompt,
             )
-        stream.interrupt(f"Interrupted: {exc}")
-        raise TurnFailed(str(exc)) from None
+        failed = TurnFailed(str(exc))
+        _tag(failed, kept=_keep_cut(stream, exc, _whose(stream_fields), f"Interrupted: {exc}"))
+        raise failed from None
     finally:
         charge_tokens(session.pk, options.usage)
     usage = options.usage
@@ -303,6 +310,69 @@ def _run_turn(
         cost_usd=estimate_cost(agent.profile, usage.prompt_tokens, usage.completion_tokens),
         **fields,
     )
+
+
+# ---------------------------------------------------------------- a turn cut off, resumed
+
+CUT = "cut"
+"""Message.data key of an interrupted turn that Continue resumes: `text` (a free-text reply as
+far as it was written) or `json` (a structured reply's finished parts, `salvage`d)."""
+
+
+def _tag(exc: BaseException, **facts: Any) -> None:
+    """Attach what a turn kept (`kept`, `cut`) to the exception that ends it, whatever its
+    class: a provider's error, a time limit, the turn's own TurnFailed."""
+    vars(exc).update(facts)
+
+
+def kept_by(exc: BaseException) -> str:
+    """What a turn that failed with `exc` kept for Continue, in a sentence for the page; ""
+    when the exception did not come out of a turn (a call outside any message, a crash)."""
+    return str(getattr(exc, "kept", ""))
+
+
+def _whose(stream_fields: dict[str, Any]) -> str:
+    letter = stream_fields.get("agent")
+    return f"Agent {letter}'s reply" if letter else "the reply"
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def _keep_cut(stream: TurnStream, exc: BaseException, whose: str, note: str) -> str:
+    """Mark the turn interrupted with `note` and keep what it wrote for Continue: the text of
+    a free-text reply (Continue writes on from it), or the finished parts of a structured one
+    (`exc.cut`, set by structured_turn; Continue takes them as its result). A structured reply
+    with nothing finished frees its key instead, so Continue writes it anew below this one."""
+    assert stream.message is not None
+    cut: dict[str, Any] | None = getattr(exc, "cut", None)
+    if cut is None:  # a free-text turn: everything shown is its reply
+        text = stream.content.strip()
+        cut = {"text": stream.content} if text else {}
+        kept = (
+            f"Kept: the first {words(text):,} words of {whose}; Continue goes on from there."
+            if text
+            else f"Nothing of {whose} was written yet; Continue writes it from the start."
+        )
+    else:
+        kept = str(getattr(exc, "kept", ""))
+    stream.interrupt(note)
+    if cut:
+        data = {**(stream.message.data or {}), CUT: cut}
+        Message.objects.filter(pk=stream.message.pk).update(data=data)
+        stream.message.data = data
+    else:
+        stream.retire()
+    return kept
+
+
+def _cut_of(stream: TurnStream) -> dict[str, Any]:
+    """What an earlier run of this turn kept when it was cut off (see _keep_cut)."""
+    assert stream.message is not None
+    data = stream.message.data if isinstance(stream.message.data, dict) else {}
+    cut = data.get(CUT)
+    return cut if isinstance(cut, dict) else {}
 
 
 def _note(session: PlanningSession, text: str, *, node: str = "") -> None:
@@ -359,7 +429,12 @@ def text_turn(
                 )
             )
 
-        text = complete(messages)
+        begun = str(_cut_of(stream).get("text", ""))
+        continued = False
+        if begun:
+            text, continued = _resume(stream, begun, messages, complete, options)
+        else:
+            text = complete(messages)
         problem = problem_of(text)
         if problem is not None:
             log.info(
@@ -384,12 +459,15 @@ def text_turn(
             ]
             text = complete(redo)
             problem = problem_of(text)
-        fields: dict[str, Any] = {"content": text.strip() or "(no reply)"}
+        fields: dict[str, Any] = {"content": text.strip() or "(no reply)", "data": {}}
         if problem is not None:
             fields["content"] += f"\n\n_{problem.note}_"
             fields["data"] = {"flags": [problem.kind]}
         if discarded:
-            fields["data"] = {**fields.get("data", {}), "discarded": discarded}
+            fields["data"] = {**fields["data"], "discarded": discarded}
+        if continued and not discarded:
+            # The record of where the earlier run stopped; the page's text reads as one reply.
+            fields["data"] = {**fields["data"], "resumed_after_words": words(begun)}
         return fields
 
     return _run_turn(
@@ -405,6 +483,30 @@ def text_turn(
         write=write,
         prompt=messages,
     )
+
+
+def _resume(
+    stream: TurnStream,
+    begun: str,
+    messages: list[ChatMessage],
+    complete: Callable[[list[ChatMessage]], str],
+    options: CallOptions,
+) -> tuple[str, bool]:
+    """Go on with a reply an earlier run wrote up to `begun`: shown again at once, then given
+    to the model as the start of its answer (an assistant prefill, which llama.cpp's server and
+    most OpenAI-compatible servers continue), so only the rest is written. A model that starts
+    over instead (an API that takes the prefill as a finished turn) has its new reply kept
+    alone, not glued after the old start. Returns the reply and whether it went on."""
+    stream.feed(begun)
+    spent = approx_tokens([begun])
+    options.max_tokens = max(64, options.max_tokens - spent)
+    text = complete([*messages, ChatMessage("assistant", begun)])
+    rest = text[len(begun) :]
+    opening = " ".join(begun.split()[:8])
+    if opening and " ".join(rest.split()).startswith(opening):
+        stream.show(rest.lstrip())
+        return stream.content, False
+    return text, True
 
 
 def structured_turn(
@@ -436,9 +538,16 @@ def structured_turn(
         options.max_tokens = max_tokens
         attempts = 0
         traces: list[trace.CallTrace] = []
+        raw = ""
+        kept = _cut_of(stream).get("json")
+        if isinstance(kept, dict):
+            # An earlier run was cut off: its finished parts are this turn's result.
+            value = schema.model_validate(kept)
+            note = f"_{_cut_note(stream, value)} Its finished parts are kept as written._"
+            return {"content": f"{render(kept, True)}\n\n{note}", "data": kept}
 
         def complete(prompt: list[ChatMessage]) -> str:
-            nonlocal attempts
+            nonlocal attempts, raw
             attempts += 1
             if attempts > 1 and stream.content:
                 # The repair call re-renders from nothing: label the restart, never wipe silently.
@@ -461,7 +570,12 @@ def structured_turn(
                     stream.show(render(partial, False))
             return raw
 
-        data = repaired(messages, schema, complete, traces).model_dump()
+        try:
+            data = repaired(messages, schema, complete, traces).model_dump()
+        except (TimeLimitReached, ProviderError) as exc:
+            if not isinstance(exc, GenerationCancelled):
+                _salvage_cut(exc, raw, schema, _whose({"agent": agent.letter}))
+            raise
         return {"content": render(data, True), "data": data}
 
     message = _run_turn(
@@ -474,6 +588,40 @@ def structured_turn(
         prompt=messages,
     )
     return message, schema.model_validate(message.data)
+
+
+def _salvage_cut(exc: BaseException, raw: str, schema: type[BaseModel], whose: str) -> None:
+    """Tell _keep_cut what of a structured reply cut off mid-way can be kept: its finished
+    items, as `salvage` keeps those of a reply cut at its token limit."""
+    saved = salvage(raw, schema) if raw.strip() else None
+    if saved is None:
+        _tag(exc, cut={})
+        _tag(
+            exc,
+            kept=f"Nothing of {whose} was finished enough to keep; Continue writes it from the start.",
+        )
+        return
+    value, lost = saved
+    _tag(exc, cut={"json": value.model_dump(), "lost": lost})
+    _tag(
+        exc,
+        kept=f"Kept: the finished part of {whose} ({_items(value)}); Continue takes it as written and goes on.",
+    )
+
+
+def _items(value: BaseModel) -> str:
+    """'3 steps, 2 files' of a salvaged reply's lists (its other fields are whole or absent)."""
+    counts = [
+        f"{len(items)} {name}"
+        for name, items in value.model_dump().items()
+        if isinstance(items, list) and items
+    ]
+    return ", ".join(counts) or "its fields written in full"
+
+
+def _cut_note(stream: TurnStream, value: BaseModel) -> str:
+    lost = str(_cut_of(stream).get("lost", ""))
+    return f"Cut off by a failed call ({_items(value)} finished{'; ' + lost if lost else ''})."
 
 
 def _traced_in(stream: TurnStream) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from agents.investigation.clarify import QuestionAsked
 from agents.planning.workflow import run_planning
 from agents.runtime import SessionStopped, beat
 from agents.summary import write_summary
-from agents.turns import TurnFailed
+from agents.turns import TurnFailed, kept_by
 from agents.workflow import COMPLETED, STOPPED
 from conversations.models import Message, PlanningSession, PlanningState
 from conversations.store import add_message, publish_state
@@ -94,7 +94,7 @@ def _run(session_id: int) -> None:
     except QuestionAsked:  # Agent A asked the human something: theirs is the floor, not a failure
         _hand_over(session_id)
     except TurnFailed as exc:
-        _fail_turn(session_id, str(exc))
+        _fail_turn(session_id, str(exc), kept_by(exc))
     except SoftTimeLimitExceeded:
         _fail_turn(session_id, "the agents ran past the time limit of one job")
     except Exception as exc:
@@ -125,12 +125,18 @@ def _finish(session_id: int, status: str, *, summary: bool) -> None:
     publish_state(session_id)
 
 
-def _fail_turn(session_id: int, reason: str) -> None:
-    """A model failed mid-turn: keep everything, tell the human, let them retry or stop."""
+UNFINISHED_STEP = "Finished messages are kept; Continue runs the unfinished step again."
+"""What a pause keeps when no turn said more (a call outside any message, a crash, a job's
+time limit): finished turns are never re-run (agents.turns, by turn_key)."""
+
+
+def _fail_turn(session_id: int, reason: str, kept: str = "") -> None:
+    """A model failed mid-turn: say what is kept for Continue, let the human go on or stop."""
     add_message(
         session_id,
         role=Message.Role.SYSTEM,
-        content=f"**The agents paused:** {reason}. Nothing was lost. Press Continue to retry, or Stop.",
+        content=f"**The agents paused:** {reason}. {kept or UNFINISHED_STEP} "
+        "Press Continue, or Stop.",
     )
     PlanningSession.objects.filter(pk=session_id, status=PlanningSession.Status.RUNNING).update(
         status=PlanningSession.Status.AWAITING_HUMAN, error=reason
