@@ -24,9 +24,10 @@ from django.utils import timezone
 
 from agents.citations import extract_citations
 from agents.plan import check_file, code_span, codebase_paths, unique_files
-from conversations.models import Plan
+from conversations.models import Plan, PlanningSession
+from rag import versions
 from rag.chunking import split_lines
-from rag.models import Codebase, CodeFile
+from rag.models import Codebase, CodebaseVersion, CodeFile
 from rag.paths import FileSet, InvalidPath, clean, find_citations
 
 log = logging.getLogger(__name__)
@@ -379,6 +380,90 @@ def _affected_steps(plan: Plan, snapshot: dict[str, Any], paths: set[str]) -> li
 
 def _strings(items: Any) -> Iterable[str]:
     return (i for i in items if isinstance(i, str)) if isinstance(items, list) else ()
+
+
+# A session and the versions of its codebase -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VersionUnder:
+    """A version of the codebase indexed after the session started."""
+
+    version: CodebaseVersion
+    cited: list[str]
+    """Files it added, removed or changed that the session had cited before it was indexed
+    (its messages' citations, its plans' records); in the version's lists, so in full unless
+    `version.cut`."""
+    first_seq: int | None
+    """The first message written after it was indexed; None when none was."""
+    open_session: bool = False
+    """Whether the session is still going (running or waiting for the human)."""
+
+    @property
+    def under(self) -> bool:
+        """Whether it changed the code while the session went on, rather than after its end."""
+        return self.first_seq is not None or self.open_session
+
+
+@dataclass
+class SessionCode:
+    """Which version of the code a session started on and what changed since."""
+
+    started_on: CodebaseVersion | None
+    """The version indexed when the session started; None when that predates the history."""
+    later: list[VersionUnder] = field(default_factory=list)
+    plan: StaleReport | None = None
+    """The latest plan's stale check, when the code changed after the session started."""
+
+    @property
+    def changed(self) -> list[VersionUnder]:
+        """The later versions that changed at least one file."""
+        return [v for v in self.later if v.version.touched_count]
+
+
+def session_code(session: PlanningSession) -> SessionCode:
+    """The version `session` started on and every version indexed since, each with the files
+    it touched that the session cites. The index holds only the latest version, so a session
+    that was running reads the new code from the moment it was indexed."""
+    codebase = session.codebase
+    report = SessionCode(started_on=versions.in_use_at(codebase, session.created_at))
+    later = versions.indexed_since(codebase, session.created_at)
+    if not later:
+        return report
+    messages = list(session.messages.order_by("seq").values_list("seq", "created_at", "citations"))
+    plans = list(session.plans.order_by("version"))
+    going = session.status in (
+        PlanningSession.Status.RUNNING,
+        PlanningSession.Status.AWAITING_HUMAN,
+    )
+    for version in later:
+        before = version.indexed_at
+        cited: dict[str, None] = {}
+        for _, created_at, citations in messages:
+            if created_at < before:
+                cited.update(dict.fromkeys(_cited_paths(citations)))
+        for plan in plans:
+            snapshot = snapshot_of(plan)
+            if plan.created_at < before and snapshot and isinstance(snapshot.get("files"), dict):
+                cited.update(dict.fromkeys(p for p in snapshot["files"] if isinstance(p, str)))
+        touched = set(version.added) | set(version.removed) | set(version.changed)
+        first_seq = next((seq for seq, created_at, _ in messages if created_at >= before), None)
+        report.later.append(
+            VersionUnder(version, sorted(p for p in cited if p in touched), first_seq, going)
+        )
+    if plans and report.changed:
+        report.plan = check(plans[-1])
+    return report
+
+
+def _cited_paths(citations: Any) -> Iterable[str]:
+    if not isinstance(citations, list):
+        return ()
+    return (
+        c["path"]
+        for c in citations
+        if isinstance(c, dict) and isinstance(c.get("path"), str) and c.get("exists") is not False
+    )
 
 
 # Re-planning -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from agents import trace
 from agents.citations import line_note
 from agents.models import LLMCall
 from agents.providers import list_profiles
-from conversations import exports, progress, services, store
+from conversations import exports, progress, services, stale, store
 from conversations.forms import NewSessionForm
 from conversations.models import Plan, PlanningSession
 from conversations.plan_page import editor_context, page_context
@@ -96,6 +96,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             "can_revise": services.can_revise(request.user, session),
             "revise_prefill": services.revision_prefill(session),
             "trace": trace.panel(session.pk),
+            "code": stale.session_code(session),
         },
     )
 

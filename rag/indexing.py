@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from planagents import leases
 from planagents.jobs import dispatch
-from rag import api, embeddings, index, pipeline, profile
+from rag import api, embeddings, index, pipeline, profile, versions
 from rag.models import Chunk, Codebase, CodeFile
 from rag.parsers import PackError, ParseResult, parse_upload
 from rag.pipeline import FileRecord
@@ -313,6 +313,7 @@ def _store(codebase_id: int, parsed: ParseResult, files: list[FileRecord]) -> bo
     """Store the rows and mark the codebase ready; False (nothing stored) when it is no longer
     being indexed by us."""
     with transaction.atomic():
+        old = dict(CodeFile.objects.filter(codebase_id=codebase_id).values_list("path", "sha256"))
         CodeFile.objects.filter(codebase_id=codebase_id).delete()  # cascades to chunks
         rows = CodeFile.objects.bulk_create(
             [
@@ -349,6 +350,7 @@ def _store(codebase_id: int, parsed: ParseResult, files: list[FileRecord]) -> bo
         digest = hashlib.sha256()
         for path, sha in sorted((f.path, f.sha256) for f in files):
             digest.update(f"{path}\0{sha}\n".encode("utf-8", "surrogatepass"))
+        now = timezone.now()
         done = Codebase.objects.filter(pk=codebase_id, status=Status.INDEXING).update(
             status=Status.READY,
             source_format=parsed.style,
@@ -362,8 +364,19 @@ def _store(codebase_id: int, parsed: ParseResult, files: list[FileRecord]) -> bo
             languages=dict(Counter(f.language or "other" for f in files).most_common()),
             content_hash=digest.hexdigest(),
             embedding_model=embeddings.model_name(),
-            updated_at=timezone.now(),
+            updated_at=now,
         )
+        if done == 1:
+            kept = Codebase.objects.values("upload_sha256", "uploaded_at").get(pk=codebase_id)
+            versions.record(
+                codebase_id,
+                old,
+                ((f.path, f.sha256) for f in files),
+                upload_sha256=kept["upload_sha256"],
+                content_hash=digest.hexdigest(),
+                uploaded_at=kept["uploaded_at"],
+                indexed_at=now,
+            )
         if done != 1:
             # Someone else changed the codebase meanwhile (deleted it, or a stale takeover):
             # keep their state rather than ours.

@@ -45,8 +45,11 @@ class Codebase(models.Model):
     """Things the uploader should know about the pack (files its listing names but it lacks, …)."""
     role_overrides = models.JSONField(default=dict, blank=True)
     """The uploader's own roles by path or folder prefix, e.g. {"packages/lib/": "vendored"}."""
+    uploaded_at = models.DateTimeField(null=True, blank=True)
+    """When the upload it keeps (the latest version) was uploaded; empty for codebases
+    uploaded before this was recorded."""
     created_at = models.DateTimeField(auto_now_add=True)
-    """When it was uploaded."""
+    """When it was first uploaded."""
     updated_at = models.DateTimeField(auto_now=True)
     """When it last changed."""
 
@@ -89,6 +92,91 @@ class CodeFile(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class CodebaseVersion(models.Model):
+    """One version of a codebase's code, recorded when its index was replaced by it: what it
+    changed, file by file, against the version before (by the files' sha256). The index keeps
+    only the latest version's code; this row keeps what changed, not the old code."""
+
+    class Kind(models.TextChoices):
+        FIRST = "first", "First upload"
+        UPLOAD = "upload", "New version"
+        RECORDED = "recorded", "Recorded when version history began"
+
+    codebase = models.ForeignKey(Codebase, on_delete=models.CASCADE, related_name="versions")
+    """The codebase this is a version of."""
+    number = models.PositiveIntegerField()
+    """1, 2, 3… in the order the versions were indexed."""
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.UPLOAD)
+    """First upload, a new version compared with the one before, or the code as it stood
+    when versions began to be recorded (nothing to compare with)."""
+    upload_sha256 = models.CharField(max_length=64, blank=True)
+    """sha256 of the uploaded bytes this version was indexed from."""
+    content_hash = models.CharField(max_length=64, blank=True)
+    """The codebase's content hash with this version indexed (Codebase.content_hash)."""
+    uploaded_at = models.DateTimeField(null=True, blank=True)
+    """When its bytes were uploaded; empty when that was not recorded."""
+    indexed_at = models.DateTimeField()
+    """When it replaced the version before in the index: sessions read it from then on."""
+    file_count = models.PositiveIntegerField(default=0)
+    """How many files this version holds."""
+    added = models.JSONField(default=list, blank=True)
+    """Paths of the files new in this version (the first MAX_LISTED)."""
+    removed = models.JSONField(default=list, blank=True)
+    """Paths of the files the version before had and this one lacks (the first MAX_LISTED)."""
+    changed = models.JSONField(default=list, blank=True)
+    """Paths of the files in both whose content differs (the first MAX_LISTED)."""
+    added_count = models.PositiveIntegerField(default=0)
+    """How many files were added (the list may be cut)."""
+    removed_count = models.PositiveIntegerField(default=0)
+    """How many files were removed (the list may be cut)."""
+    changed_count = models.PositiveIntegerField(default=0)
+    """How many files changed (the list may be cut)."""
+
+    MAX_LISTED = 5000
+
+    class Meta:
+        ordering = ["codebase", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["codebase", "number"], name="unique_codebase_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.codebase} v{self.number}"
+
+    @property
+    def touched_count(self) -> int:
+        """Files added, removed or changed."""
+        return self.added_count + self.removed_count + self.changed_count
+
+    @property
+    def change_summary(self) -> str:
+        """ "2 added, 1 removed, 4 modified", naming only what happened."""
+        parts = [
+            f"{count} {word}"
+            for count, word in (
+                (self.added_count, "added"),
+                (self.removed_count, "removed"),
+                (self.changed_count, "modified"),
+            )
+            if count
+        ]
+        return ", ".join(parts)
+
+    @property
+    def compared(self) -> bool:
+        """Whether it was compared with a version before (so its lists mean something)."""
+        return self.kind == self.Kind.UPLOAD
+
+    @property
+    def cut(self) -> bool:
+        """Whether a list holds fewer paths than its count."""
+        return (
+            len(self.added) < self.added_count
+            or len(self.removed) < self.removed_count
+            or len(self.changed) < self.changed_count
+        )
 
 
 class Chunk(models.Model):

@@ -165,6 +165,7 @@ def create_codebase_from_upload(
             name=_distinct_name(owner, name.strip() or _name_from(parts[0][0])),
             source_format=style,
             upload_sha256=digest,
+            uploaded_at=timezone.now(),
         )
         folder = Path("uploads") / str(codebase.pk)
         target = Path(settings.DATA_DIR) / folder
@@ -293,6 +294,7 @@ def upload_new_version(codebase: Codebase, uploads: list[UploadedFile]) -> Index
         Codebase.objects.filter(pk=codebase.pk).update(
             upload_path=folder.as_posix(),
             upload_sha256=digest,
+            uploaded_at=timezone.now(),
             status=Codebase.Status.PENDING,
             progress=0,
             progress_stage="",

@@ -11,10 +11,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from rag import api, index, profile, rules_views, services
+from rag import api, index, profile, rules_views, services, versions
 from rag.chunking import split_lines
 from rag.forms import NewVersionForm, UploadForm
-from rag.models import Codebase, CodeFile
+from rag.models import Codebase, CodebaseVersion, CodeFile
 from rag.paths import FileSet
 from rag.roles import (
     LEXICAL_ONLY,
@@ -32,13 +32,17 @@ MAX_OVERRIDES_CHARS = 20_000
 SHOW_WITHHELD = 200
 """Withheld files listed on the codebase page; the rest are counted."""
 MAX_FOLDER_CHARS = 1000
+SHOW_VERSIONS = 50
+"""Versions listed on the codebase page, newest first; the rest are counted."""
 
 
 @login_required
 @require_GET
 def codebase_list(request: HttpRequest) -> HttpResponse:
-    codebases = services.codebases_for(request.user)
-    return render(request, "rag/list.html", {"codebases": codebases})
+    codebases = list(services.codebases_for(request.user))
+    latest = versions.latest_numbers(c.pk for c in codebases)
+    rows = [(c, latest.get(c.pk)) for c in codebases]
+    return render(request, "rag/list.html", {"codebases": codebases, "rows": rows})
 
 
 @login_required
@@ -119,6 +123,9 @@ def detail(request: HttpRequest, pk: int) -> HttpResponse:
         "warnings": [w for w in codebase.warnings if isinstance(w, str)]
         if isinstance(codebase.warnings, list)
         else [],
+        "versions": list(versions.history(codebase)[:SHOW_VERSIONS]),
+        "version_count": versions.history(codebase).count(),
+        "max_listed": CodebaseVersion.MAX_LISTED,
     }
     if codebase.is_ready:
         files = codebase.files.all()
