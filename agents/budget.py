@@ -1,6 +1,7 @@
 """A session's budget of LLM calls, tokens and time. Every call is charged before it is made,
 its tokens after; when either runs out the agents hand the floor to the human. Time is limited
-twice: each call (PLANAGENTS_LLM_CALL_TIME_LIMIT) and each run of the agents, from the human
+twice: each call (at least PLANAGENTS_LLM_CALL_TIME_LIMIT, longer when this machine's measured
+speed and the prompt's size say it needs longer, and only once it has stalled) and each run of the agents, from the human
 handing them the floor until it comes back (PLANAGENTS_SESSION_TIME_LIMIT). A call past either
 is stopped like a human Stop, keeps what it wrote, and the human gets the floor."""
 
@@ -16,6 +17,7 @@ from django.db.models import F, Q
 
 from agents.errors import BudgetSpent, TurnFailed
 from agents.providers.base import Usage
+from agents.trace import speed
 from conversations.models import PlanningSession
 from conversations.store import publish_state
 
@@ -111,11 +113,16 @@ def session_time_message() -> str:
     )
 
 
-def call_time_message(profile: str) -> str:
+def call_time_message(profile: str, limit: float, estimate: float | None, stall: float) -> str:
+    why = (
+        f"{LIMIT_SLACK} times its estimate of {_seconds(estimate)} at this machine's measured "
+        "speed; PLANAGENTS_LLM_CALL_TIME_LIMIT is the least a call is given"
+        if estimate is not None and limit > settings.PLANAGENTS_LLM_CALL_TIME_LIMIT
+        else "PLANAGENTS_LLM_CALL_TIME_LIMIT"
+    )
     return (
-        f"the model ({profile}) took longer than one call may take "
-        f"({_seconds(settings.PLANAGENTS_LLM_CALL_TIME_LIMIT)}, PLANAGENTS_LLM_CALL_TIME_LIMIT); "
-        "what it wrote is kept"
+        f"the model ({profile}) was past its time limit ({_seconds(limit)}: {why}) and had "
+        f"read nothing and written nothing for {_seconds(stall)}; what it wrote is kept"
     )
 
 
@@ -131,30 +138,83 @@ def _seconds(value: float) -> str:
     return f"{value:,.0f} s" if value >= 1 else f"{value:g} s"
 
 
+LIMIT_SLACK = 3
+"""A call's limit is this many times its estimate at the machine's measured speed (when that
+is more than PLANAGENTS_LLM_CALL_TIME_LIMIT): a busy machine is slower than its history."""
+STALL_SECONDS = 120.0
+"""How long a call past its limit may go without reading or writing anything before it is
+stopped. A 256-token prompt batch of the 1.5B model takes about 4 s on a quiet 2-core machine,
+under ten times that on a loaded one; a token far less."""
+
+
 class CallClock:
     """The time limit of one call, polled as the call's should_stop: providers poll it between
     pieces and while they wait, so it stops a call the way the human's Stop does, whatever the
-    backend. `own` is the caller's stop check, still honoured."""
+    backend. `own` is the caller's stop check, still honoured, and first: a call the human
+    stopped is stopped by them, even at its limit.
 
-    def __init__(self, session_id: int, profile: str, own: Callable[[], bool] | None) -> None:
+    The limit follows the machine and the prompt: PLANAGENTS_LLM_CALL_TIME_LIMIT, or
+    LIMIT_SLACK times the time the call should take at this profile's measured speed
+    (agents.trace.speed: its prompt read, `reply_tokens` written) when that is longer. A call
+    past its limit is stopped only once it has stalled: its `usage` (prompt tokens read, tokens
+    written) has not moved for STALL_SECONDS (or the limit, when shorter). One still reading
+    or writing is slow, not stuck, and goes on."""
+
+    def __init__(
+        self,
+        session_id: int,
+        profile: str,
+        own: Callable[[], bool] | None,
+        *,
+        usage: Usage | None = None,
+        prompt_tokens: int = 0,
+        reply_tokens: int = 0,
+    ) -> None:
         self.session_id, self.profile, self.own = session_id, profile, own
-        limit = float(settings.PLANAGENTS_LLM_CALL_TIME_LIMIT)
-        self.deadline = time.monotonic() + limit if limit > 0 else None
+        least = float(settings.PLANAGENTS_LLM_CALL_TIME_LIMIT)
+        self.estimate = speed(profile).seconds(prompt_tokens, reply_tokens) if least > 0 else None
+        self.limit = max(least, LIMIT_SLACK * self.estimate) if self.estimate else least
+        self.stall = min(self.limit, STALL_SECONDS)
+        now = time.monotonic()
+        self.deadline = now + self.limit if self.limit > 0 else None
+        self.usage = usage
+        self._seen = self._moved()
+        self.last_progress = now
         self.hit = False
+        self.by_human = False
         self.message = ""
+
+    def _moved(self) -> tuple[int, int]:
+        usage = self.usage
+        return (usage.prompt_tokens, usage.completion_tokens) if usage is not None else (0, 0)
+
+    def progressed(self) -> None:
+        """A piece of the reply came: the call is not stalled."""
+        self.last_progress = time.monotonic()
 
     def passed(self) -> bool:
         """Whether the call's own limit, or the run's (looked up afresh: a dict read), passed."""
         if self.hit:
             return True
         now = time.monotonic()
+        seen = self._moved()
+        if seen != self._seen:
+            self._seen, self.last_progress = seen, now
         with _deadlines_lock:
             run = _run_deadlines.get(self.session_id)
-        if self.deadline is not None and now >= self.deadline:
-            self.hit, self.message = True, call_time_message(self.profile)
+        if (
+            self.deadline is not None
+            and now >= self.deadline
+            and now - self.last_progress >= self.stall
+        ):
+            self.hit = True
+            self.message = call_time_message(self.profile, self.limit, self.estimate, self.stall)
         elif run is not None and now >= run:
             self.hit, self.message = True, session_time_message()
         return self.hit
 
     def should_stop(self) -> bool:
-        return self.passed() or bool(self.own and self.own())
+        if self.own is not None and self.own():
+            self.by_human = True
+            return True
+        return self.passed()

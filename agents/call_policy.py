@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 
 from django.conf import settings
+from django.db.models import Q
 from pydantic import BaseModel
 
 from agents import trace
@@ -37,6 +38,7 @@ from agents.providers.base import (
 from agents.providers.remote import scrub_stream
 from agents.runtime import beat
 from conversations.models import PlanningSession
+from conversations.progress import approx_tokens
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,18 @@ def falls_back(exc: ProviderError, streamed: bool) -> bool:
     return streamed or isinstance(exc, RetryableError)
 
 
+def _human_stopped(session_id: int, own: Callable[[], bool] | None) -> bool:
+    """Whether the human asked to stop (Stop, or Stop reply) a call their stop check covers,
+    read afresh: a call at its time limit when they did is stopped by them, and says so."""
+    if own is None:
+        return False  # a call nothing but its limits stop (the stop summary)
+    return (
+        PlanningSession.objects.filter(pk=session_id)
+        .filter(Q(stop_requested=True) | Q(cancel_requested=True))
+        .exists()
+    )
+
+
 def call(
     session_id: int,
     provider: LLMProvider,
@@ -113,7 +127,14 @@ def call(
         )
         if traces is not None:
             traces.append(record)
-        clock = CallClock(session_id, provider.profile, options.should_stop)
+        clock = CallClock(
+            session_id,
+            provider.profile,
+            options.should_stop,
+            usage=options.usage,
+            prompt_tokens=approx_tokens([m.content for m in prompt]),
+            reply_tokens=options.max_tokens,
+        )
         own_stop, options.should_stop = options.should_stop, clock.should_stop
         output: list[str] = []
         outcome, note = trace.Outcome.ERROR, ""
@@ -128,6 +149,7 @@ def call(
                 pieces = provider.stream_structured(prompt, schema, options)
             try:
                 first = next(pieces)
+                record.piece_came()
             except StopIteration:
                 outcome = trace.Outcome.OK
                 return
@@ -140,6 +162,7 @@ def call(
                 # A model can be talked into echoing a configured API key: none leaves this
                 # seam (nor reaches the trace).
                 for piece in scrub_stream(itertools.chain([first], pieces)):
+                    clock.progressed()
                     output.append(piece)
                     yield piece
                     if clock.passed():
@@ -147,7 +170,7 @@ def call(
                 outcome = trace.Outcome.OK
                 return
         except GenerationCancelled as exc:
-            if clock.hit:
+            if clock.hit and not (clock.by_human or _human_stopped(session_id, own_stop)):
                 outcome, note = trace.Outcome.TIMED_OUT, clock.message
                 raise TimeLimitReached(clock.message) from None
             outcome, note = trace.Outcome.STOPPED, str(exc)

@@ -53,6 +53,10 @@ class LLMCall(models.Model):
     """Prompt tokens the backend took from its prompt cache (backends that report it)."""
     duration_ms = models.PositiveIntegerField(default=0)
     """Wall time of the call, from request to its last piece or its failure."""
+    first_piece_ms = models.PositiveIntegerField(null=True, blank=True)
+    """Time from the request to the first piece of the reply (waiting for a slot and reading
+    the prompt); empty when no piece came. With duration_ms it gives the machine's reading and
+    writing speed (agents.trace.speed)."""
     truncated = models.BooleanField(default=False)
     """Prompt or output were longer than the stored size and were cut in the middle."""
     created_at = models.DateTimeField(auto_now_add=True)

@@ -15,6 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from agents import trace
 from agents.providers.base import Usage
 from conversations.models import Message, PlanningSession
 from conversations.store import message_payload, next_seq
@@ -122,10 +123,9 @@ class TurnStream:
         message = self.message
         message.content = self.content
         message.state = Message.State.COMPLETE
-        message.latency_ms = int((time.monotonic() - self._started) * 1000)
-        if usage is not None:
-            message.prompt_tokens += usage.prompt_tokens
-            message.completion_tokens += usage.completion_tokens
+        # Tokens and time come from the trace of the message's calls (agents.trace.settle).
+        if not trace.settle(message, usage):
+            message.latency_ms = int((time.monotonic() - self._started) * 1000)
         for name, value in extra.items():
             setattr(message, name, value)
         message.save()
@@ -138,7 +138,11 @@ class TurnStream:
         message = self.message
         message.content = self.content
         message.state = Message.State.INTERRUPTED
-        message.save(update_fields=["content", "state"])
+        # What the cut calls used is recorded; the page shows it, not 0→0.
+        trace.settle(message)
+        message.save(
+            update_fields=["content", "state", "prompt_tokens", "completion_tokens", "latency_ms"]
+        )
         publish(self.session_id, {"type": "message.end", "message": message_payload(message)})
         return message
 

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from dataclasses import dataclass, field
+from statistics import median
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Count, Sum
 
 from agents.models import LLMCall
 from agents.providers.base import ChatMessage, LLMProvider, Usage
 from agents.providers.remote import scrub
+from conversations.models import Message
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +45,18 @@ class CallTrace:
     message_id: int | None = None
     started: float = field(default_factory=time.monotonic)
     tokens_before: tuple[int, int, int] = (0, 0, 0)
+    first_piece: float | None = None
     pk: int | None = None
 
+    def piece_came(self) -> None:
+        """Note the first piece of the reply: the wait and the prompt reading end there."""
+        if self.first_piece is None:
+            self.first_piece = time.monotonic()
+
     def finish(self, outcome: str, output: str, usage: Usage, note: str = "") -> None:
-        record_call(self, outcome=outcome, output=output, usage=usage, note=note)
+        row = record_call(self, outcome=outcome, output=output, usage=usage, note=note)
+        if row is not None:
+            _counted_by(usage).append(row.pk)
 
 
 def begin(
@@ -99,6 +111,11 @@ def record_call(
             completion_tokens=max(0, usage.completion_tokens - before_completion),
             cached_tokens=max(0, usage.cached_tokens - before_cached),
             duration_ms=int((time.monotonic() - call.started) * 1000),
+            first_piece_ms=(
+                int((call.first_piece - call.started) * 1000)
+                if call.first_piece is not None
+                else None
+            ),
             truncated=truncated,
         )
     except Exception:
@@ -106,6 +123,96 @@ def record_call(
         return None
     call.pk = row.pk
     return row
+
+
+# The records of the calls each Usage counted, so a message written after its calls (an
+# evidence plan, an objection check: calls outside any message) can take them as its own.
+_records: dict[int, list[int]] = {}
+
+
+def _counted_by(usage: Usage) -> list[int]:
+    key = id(usage)
+    if key not in _records:
+        _records[key] = []
+        weakref.finalize(usage, _records.pop, key, None)
+    return _records[key]
+
+
+def settle(message: Message, usage: Usage | None = None) -> bool:
+    """Set `message`'s tokens and time from the records of its calls: the one source of the
+    figures the page shows beside a message, whether it finished or was interrupted. Calls
+    counted by `usage` that were made before the message existed become its own first. False
+    when the message has no recorded call (its figures are left as they are)."""
+    if usage is not None:
+        waiting = _records.get(id(usage), [])
+        if waiting:
+            LLMCall.objects.filter(pk__in=waiting, message__isnull=True).update(message=message)
+    totals = LLMCall.objects.filter(message_id=message.pk).aggregate(
+        calls=Count("pk"),
+        prompt=Sum("prompt_tokens"),
+        completion=Sum("completion_tokens"),
+        ms=Sum("duration_ms"),
+    )
+    if not totals["calls"]:
+        return False
+    message.prompt_tokens = totals["prompt"] or 0
+    message.completion_tokens = totals["completion"] or 0
+    message.latency_ms = totals["ms"] or 0
+    return True
+
+
+# ---------------------------------------------------------------- this machine's speed
+
+SPEED_SAMPLE = 12
+"""The latest calls of a profile its current speed is the median of."""
+_MIN_READ = 32  # fewer new prompt tokens than this say more about overhead than speed
+_MIN_WRITTEN = 8
+
+
+@dataclass(frozen=True)
+class Speed:
+    """How fast a profile read prompts and wrote replies on this machine lately: the medians
+    over its latest recorded calls (tokens per second), and how many calls each rests on."""
+
+    read: float | None
+    write: float | None
+    read_calls: int
+    write_calls: int
+
+    def seconds(self, prompt_tokens: int, reply_tokens: int) -> float | None:
+        """About how long a call reading `prompt_tokens` and writing `reply_tokens` takes at
+        this speed (waiting for a free slot aside); None while either speed is unmeasured."""
+        if not self.read or not self.write:
+            return None
+        return prompt_tokens / self.read + reply_tokens / self.write
+
+
+def speed(profile: str) -> Speed:
+    """`profile`'s reading and writing speed on this machine, from the trace. Reading: the new
+    (uncached) prompt tokens over the time to the first piece, which includes any wait for a
+    slot, so it errs slow; writing: the pieces after the first over the time after it."""
+    rows = (
+        LLMCall.objects.filter(profile=profile, first_piece_ms__isnull=False)
+        .exclude(outcome__in=[Outcome.ERROR, Outcome.RETRIED])
+        .order_by("-pk")
+        .values_list("prompt_tokens", "cached_tokens", "completion_tokens", "duration_ms",
+                     "first_piece_ms")[:SPEED_SAMPLE]
+    )  # fmt: skip
+    reads: list[float] = []
+    writes: list[float] = []
+    for prompt, cached, written, total_ms, first in rows:
+        first_ms = first or 0
+        new = prompt - cached
+        if new >= _MIN_READ:
+            reads.append(new * 1000 / max(first_ms, 1))
+        if written >= _MIN_WRITTEN and total_ms > first_ms:
+            writes.append((written - 1) * 1000 / (total_ms - first_ms))
+    return Speed(
+        read=median(reads) if reads else None,
+        write=median(writes) if writes else None,
+        read_calls=len(reads),
+        write_calls=len(writes),
+    )
 
 
 def relabel(call: CallTrace | None, outcome: str, note: str) -> None:

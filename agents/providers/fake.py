@@ -58,6 +58,20 @@ class Hold:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """A scripted reply read slowly, as a busy local model reads a long prompt: `batches`
+    batches of `batch` prompt tokens, one every `seconds`, each counted in the call's usage
+    as it is read (llama.cpp reports its progress so), with the caller's stop polled while it
+    reads; then `text` streams. `started` is set when the reading starts."""
+
+    text: str
+    batches: int
+    seconds: float
+    batch: int = 256
+    started: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True)
 class Call:
     """One call the provider received."""
 
@@ -90,7 +104,7 @@ class PromptNotSent(AssertionError):
     """A test asked for the prompt of a call the provider never received."""
 
 
-Reply = str | BaseModel | dict[str, Any] | list[Any] | BaseException | FailAfter | Hold
+Reply = str | BaseModel | dict[str, Any] | list[Any] | BaseException | FailAfter | Hold | Reading
 
 # "app/api.py:10-42", as retrieved chunks are labelled in prompts.
 LABEL_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]+):(\d+)-(\d+)")
@@ -223,6 +237,9 @@ class FakeProvider(LLMProvider):
             yield from self._play(reply.text, prompt, options, fail=reply)
         elif isinstance(reply, Hold):
             yield from self._play(reply.text, prompt, options, hold=reply)
+        elif isinstance(reply, Reading):
+            _read(reply, options)
+            yield from self._play(reply.text, "", options)
         else:
             # A scripted str is streamed as is, so a test can feed invalid JSON on purpose.
             text = reply if isinstance(reply, str) else _as_json(reply)
@@ -258,6 +275,17 @@ def _wait(hold: Hold, options: CallOptions) -> None:
             raise GenerationCancelled("Stopped by the user.")
         if time.monotonic() > deadline:
             raise ProviderError(f"a held scripted reply was not released in {hold.timeout} s")
+
+
+def _read(reading: Reading, options: CallOptions) -> None:
+    reading.started.set()
+    for _ in range(reading.batches):
+        deadline = time.monotonic() + reading.seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if options.should_stop is not None and options.should_stop():
+                raise GenerationCancelled("Stopped while reading the prompt.")
+            time.sleep(min(left, 0.02))
+        options.usage.prompt_tokens += reading.batch
 
 
 def _prompt_text(messages: list[ChatMessage]) -> str:

@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from agents import budget, turns
 from agents.models import LLMCall
 from agents.providers.base import ChatMessage
-from agents.providers.fake import FakeProvider, Hold
+from agents.providers.fake import FakeProvider, Hold, Reading
 from conversations import services
 from conversations.models import Message, PlanningSession
 from planagents.jobs import wait_for_jobs
@@ -66,7 +66,7 @@ async def test_a_call_past_its_time_limit_stops_keeps_its_text_and_hands_over(
     # What the model wrote before the limit is kept, marked interrupted, with the reason.
     ((content, status),) = await database_sync_to_async(agent_messages)(session)
     assert content.startswith("A1: count the") and status == "interrupted"
-    assert "took longer than one call may take" in content
+    assert "was past its time limit" in content and "had read nothing" in content
     note = await database_sync_to_async(
         lambda: session.messages.filter(role=Message.Role.SYSTEM).last()
     )()
@@ -125,3 +125,113 @@ def test_the_runs_clock_ends_with_the_run(user, codebase, settings):
         with pytest.raises(budget.TimeLimitReached):
             budget.check_session_time(1)
     budget.check_session_time(1)  # a call outside any run (a later job) is not held to it
+
+
+HANDOVER = {"signal": "HANDOVER", "reason": "Over to you."}
+
+
+async def test_a_call_past_its_limit_still_reading_its_prompt_is_slow_not_stalled(
+    start, user, settings
+):
+    """The limit passes while the model is still reading the prompt, a batch at a time: it is
+    progressing, so it goes on and its reply is written whole."""
+    settings.PLANAGENTS_LLM_CALL_TIME_LIMIT = 0.3
+    reading = Reading("A1: count the failures per user.", batches=8, seconds=0.12)
+    FakeProvider.script("fake", NO_LOOKUPS, reading, HANDOVER)
+    session = await start(mode="debate")
+    client = Client(user, session.pk)
+    await client.connect()
+    state = await client.until_state("awaiting_human")
+
+    assert not state["error"]
+    ((content, status),) = await database_sync_to_async(agent_messages)(session)
+    assert (content, status) == ("A1: count the failures per user.", "complete")
+    call = await database_sync_to_async(LLMCall.objects.get)(session=session, purpose="debate:0")
+    assert call.outcome == "ok" and call.duration_ms >= 8 * 120  # well past its 0.3 s limit
+    await client.close()
+
+
+def _history(session, profile, *, read_per_s, write_per_s, calls=3):
+    """Calls of `profile` as the trace records them: 2,000 new prompt tokens and 400 written."""
+    for _ in range(calls):
+        first = int(2000 / read_per_s * 1000)
+        LLMCall.objects.create(
+            session=session, profile=profile, prompt_tokens=2500, cached_tokens=500,
+            completion_tokens=401, first_piece_ms=first,
+            duration_ms=first + int(400 / write_per_s * 1000),
+        )  # fmt: skip
+
+
+def test_the_limit_follows_the_machines_measured_speed_and_the_prompt_size(
+    user, codebase, settings
+):
+    settings.PLANAGENTS_LLM_CALL_TIME_LIMIT = 600
+    session = PlanningSession.objects.create(
+        owner=user, codebase=codebase, title="t", task="t", mode="debate"
+    )
+    # Nothing measured yet: the setting is the limit.
+    assert budget.CallClock(session.pk, "local-1.5b", None, prompt_tokens=2000).limit == 600
+    # Quiet (the 1.5B model on 2 cores reads ~68 and writes ~27 tokens/s): 600 s is plenty.
+    _history(session, "local-1.5b", read_per_s=68, write_per_s=27)
+    quiet = budget.CallClock(session.pk, "local-1.5b", None, prompt_tokens=2000, reply_tokens=400)
+    assert quiet.estimate == pytest.approx(2000 / 68 + 400 / 27, rel=0.01)
+    assert quiet.limit == 600
+    # Under load, ten times slower: the limit grows with the measured speed...
+    _history(session, "local-1.5b", read_per_s=6.8, write_per_s=2.7, calls=12)
+    loaded = budget.CallClock(session.pk, "local-1.5b", None, prompt_tokens=2000, reply_tokens=400)
+    assert loaded.estimate == pytest.approx(2000 / 6.8 + 400 / 2.7, rel=0.01)
+    assert loaded.limit == pytest.approx(3 * loaded.estimate)
+    # ...and with the prompt's size.
+    longer = budget.CallClock(session.pk, "local-1.5b", None, prompt_tokens=6000, reply_tokens=400)
+    assert longer.limit > loaded.limit
+    message = budget.call_time_message("local-1.5b", loaded.limit, loaded.estimate, 120)
+    assert "3 times its estimate" in message and "measured speed" in message
+
+
+async def test_stop_reply_as_a_call_reaches_its_limit_is_a_stop_by_you(
+    start, user, settings, monkeypatch
+):
+    """The human's Stop reply came before the limit passed, but the call's own check of it had
+    not run yet: the call is stopped by them, and says so, not by the time limit."""
+    settings.PLANAGENTS_LLM_CALL_TIME_LIMIT = 2
+    monkeypatch.setattr(turns, "STOP_CHECK_SECONDS", 3600)  # the check reads the flags once
+    hold = held()
+    FakeProvider.script("fake", NO_LOOKUPS, hold)
+    session = await start(mode="debate")
+    client = Client(user, session.pk)
+    await client.connect()
+    assert await asyncio.to_thread(hold.reached.wait, 20)
+    await database_sync_to_async(PlanningSession.objects.filter(pk=session.pk).update)(
+        cancel_requested=True
+    )
+    state = await client.until_state("awaiting_human")
+
+    assert "you stopped Agent A's reply" in state["error"]
+    assert "PLANAGENTS_LLM_CALL_TIME_LIMIT" not in state["error"]
+    ((content, status),) = await database_sync_to_async(agent_messages)(session)
+    assert status == "interrupted" and "Reply stopped by you." in content
+    assert "time limit" not in content
+    fresh = await database_sync_to_async(PlanningSession.objects.get)(pk=session.pk)
+    assert not fresh.cancel_requested
+    await client.close()
+
+
+async def test_stop_as_a_call_reaches_its_limit_ends_the_session_with_its_summary(
+    start, user, settings, monkeypatch
+):
+    settings.PLANAGENTS_LLM_CALL_TIME_LIMIT = 2
+    monkeypatch.setattr(turns, "STOP_CHECK_SECONDS", 3600)
+    hold = held()
+    FakeProvider.script("fake", NO_LOOKUPS, hold)
+    session = await start(mode="debate")
+    client = Client(user, session.pk)
+    await client.connect()
+    assert await asyncio.to_thread(hold.reached.wait, 20)
+    await client.send({"type": "control", "action": "stop"})
+    await client.until_state("stopped")
+
+    fresh = await database_sync_to_async(PlanningSession.objects.get)(pk=session.pk)
+    assert fresh.status == "stopped" and "PLANAGENTS_LLM_CALL_TIME_LIMIT" not in fresh.error
+    summary = await database_sync_to_async(session.messages.filter(node="summary").count)()
+    assert summary == 1
+    await client.close()
