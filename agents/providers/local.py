@@ -259,9 +259,10 @@ class LocalLlamaProvider(LLMProvider):
 
 
 class _Counted:
-    """Usage for one call. Progress chunks give the prompt size early (so a stopped call still
-    counts it); the final usage chunk corrects the token count (one chunk may hold two tokens
-    when a character spans them)."""
+    """Usage for one call. Progress chunks say how much of the prompt is read so far, cached
+    tokens included (so a stopped call counts what it read, and agents.budget's call clock
+    sees a long prompt being read as progress, not as a stall); the final usage chunk corrects
+    the token counts (one chunk may hold two tokens when a character spans them)."""
 
     def __init__(self) -> None:
         self.prompt = 0
@@ -274,7 +275,8 @@ class _Counted:
     def update(self, chunk: dict[str, Any], options: CallOptions) -> None:
         progress = chunk.get("prompt_progress")
         if progress:
-            self._prompt(int(progress.get("total", 0)), options)
+            read = progress.get("processed", progress.get("total", 0))
+            self._prompt(max(self.prompt, int(read)), options)
         usage = chunk.get("usage")
         if usage:
             self._prompt(int(usage.get("prompt_tokens", 0)), options)
@@ -323,8 +325,12 @@ class _Call:
             try:
                 item = self.queue.get(timeout=_POLL_SECONDS)
             except queue.Empty:
-                if should_stop():
-                    raise GenerationCancelled("Stopped by the user.") from None
+                item = None
+            # Asked whatever came: prompt-progress chunks can follow each other faster than
+            # the poll, and a stop must land while the prompt is read too.
+            if should_stop():
+                raise GenerationCancelled("Stopped by the user.") from None
+            if item is None:
                 if time.monotonic() - last > timeout:
                     raise LocalModelTimeout(
                         f"{model} sent nothing for {timeout:.0f} s (PLANAGENTS_LLM_LOCAL_TIMEOUT): "
