@@ -3,10 +3,18 @@ the human's instruction, or a debate's plan when the debate ends.
 
 Both run when the agents no longer have the floor (a completed or stopped session), so their
 turn is not stoppable: Stop ended the discussion, not this turn (like the stop summary). The
-turn streams over the session's websocket like any other and is saved under its turn key."""
+turn streams over the session's websocket like any other and is saved under its turn key.
+
+A regenerated section that repeats another section, or holds none of the content words its
+instruction asks for (stemmed, diacritics folded, Vietnamese bridged to English by
+rag.vietnamese's glossary), is written once more with what was wrong shown to the model; if the
+second try is no better, the version's note says what is wrong with it."""
 
 from __future__ import annotations
 
+import json
+import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -14,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from agents import plan_sections
 from agents.errors import BudgetSpent, TurnFailed
+from agents.objections import restates
 from agents.plan import codebase_paths, render_plan
 from agents.prompts import AGENT_A, agent_system, code_context, language_rule
 from agents.providers.base import ChatMessage
@@ -22,6 +31,7 @@ from agents.transcript import retrieve_for
 from agents.turns import agent_for, structured_turn
 from conversations.models import Message, Plan, PlanningSession
 from conversations.store import add_message
+from rag.vietnamese import english_terms, fold, is_vietnamese
 
 T = TypeVar("T", bound=BaseModel)
 NODE = "regenerate_section"
@@ -118,10 +128,9 @@ def regenerate_section(message_id: int) -> Plan | None:
     base = Plan.objects.get(pk=spec["plan"], session=session)
     key, instruction = str(spec["section"]), str(spec["instruction"])
     label = plan_sections.section_info(base.structured, key).label
-    note = f"Regenerated {label}: {instruction}"
     latest = Plan.objects.filter(session=session).order_by("-version").first()
     if latest is not None and latest.version != base.version:
-        if latest.version == base.version + 1 and latest.note == note:
+        if latest.version == base.version + 1 and _note_of(latest.note, label, instruction):
             return latest  # a re-run: this request's version is written
         add_message(
             session.pk,
@@ -144,26 +153,52 @@ def regenerate_section(message_id: int) -> Plan | None:
             "it helps. Reply as JSON. " + language_rule(session.language),
         ]
     )
-    heading = f"**Rewriting {label} of plan v{base.version}:** {instruction}\n\n"
+    messages = [
+        agent_system(AGENT_A, session.task_analysis, session.language),
+        ChatMessage("user", prompt),
+    ]
 
-    def render(data: dict[str, Any], complete: bool) -> str:
-        body = render_plan(_as_plan_data(key, data), paths, complete=complete)
-        body = body.removeprefix("# Plan").lstrip()
-        return heading + body
+    def turn(heading: str, turn_key: str, asked: list[ChatMessage]) -> dict[str, Any]:
+        def render(data: dict[str, Any], complete: bool) -> str:
+            body = render_plan(_as_plan_data(key, data), paths, complete=complete)
+            return heading + body.removeprefix("# Plan").lstrip()
 
-    try:
         _message, reply = final_structured_turn(
             session,
-            turn_key=f"regenerate:{request.seq}",
+            turn_key=turn_key,
             node=NODE,
-            messages=[
-                agent_system(AGENT_A, session.task_analysis, session.language),
-                ChatMessage("user", prompt),
-            ],
+            messages=asked,
             schema=schema_for(key),
             render=render,
             max_tokens=SECTION_TOKENS,
         )
+        return reply.model_dump()
+
+    try:
+        reply = turn(
+            f"**Rewriting {label} of plan v{base.version}:** {instruction}\n\n",
+            f"regenerate:{request.seq}",
+            messages,
+        )
+        data, faults = _checked(base.structured, key, reply, instruction)
+        if faults:
+            # Once more, with what was wrong shown last (after the reply, as turns' redo does).
+            said = "; and ".join(faults)
+            redo = [
+                *messages,
+                ChatMessage("assistant", json.dumps(reply, ensure_ascii=False)[:4000]),
+                ChatMessage(
+                    "user",
+                    f"That {label} {said}. Rewrite {label} so that it does what the instruction "
+                    f"asks: {instruction}. Reply as JSON.",
+                ),
+            ]
+            reply = turn(
+                f"**Rewriting {label} again:** the first try {said}.\n\n",
+                f"regenerate:{request.seq}:redo",
+                redo,
+            )
+            data, faults = _checked(base.structured, key, reply, instruction)
     except (TurnFailed, BudgetSpent) as exc:
         add_message(
             session.pk,
@@ -171,11 +206,12 @@ def regenerate_section(message_id: int) -> Plan | None:
             content=f"**{label} was not regenerated:** {exc}. The plan is unchanged.",
         )
         return None
-    data = plan_sections.replace_section(
-        base.structured, key, section_value(key, reply.model_dump()), by="Agent A (regenerated)"
-    )
+    note = f"Regenerated {label}: {instruction}"
+    if faults:
+        note = f"Regenerated {label}, but the new text {' and '.join(faults)}"
+        note += "" if instruction in note else f" (asked: {instruction})"
     try:
-        return plan_sections.save_version(
+        plan = plan_sections.save_version(
             base, data, kind=Plan.Author.REGENERATE, author=session.owner, note=note
         )
     except plan_sections.SectionError as exc:
@@ -183,3 +219,116 @@ def regenerate_section(message_id: int) -> Plan | None:
             session.pk, role=Message.Role.SYSTEM, content=f"**{label} was not regenerated:** {exc}"
         )
         return None
+    if faults:
+        add_message(session.pk, role=Message.Role.SYSTEM, content=f"**v{plan.version}:** {note}.")
+    return plan
+
+
+def _note_of(note: str, label: str, instruction: str) -> bool:
+    """Whether a version's note is the one this request writes (whichever way it went)."""
+    return note.startswith(f"Regenerated {label}") and instruction in note
+
+
+# ---------------------------------------------------------------- did it do as asked?
+
+_TOKEN = re.compile(r"[^\W_]+")
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "s", "ly")
+_NOT_ASKED_TEXT = """
+a an and are as at be by for from if in into is it its of on or the this that these those to
+with about all any each more most some such than then there their them they we you your our i
+me my please can could should would must will shall may might do does did make let add mention
+include cover describe explain say write rewrite redo regenerate keep use also instead only just
+new better clear clearer detail concrete specific section item point one two three what how why
+when which who where
+va cua cac nhung mot la cho khi voi nay do duoc co trong ve hay them neu viet lai phan muc cung
+nhu the nao de vao ra o tu den hon nua ro rang cu dung rui buoc tep tom tat quyet dinh kiem thu
+"""
+_NOT_ASKED = frozenset(_NOT_ASKED_TEXT.split())
+"""Function words, the verbs of asking and the sections' own names, English and (folded)
+Vietnamese: not what an instruction asks a section to hold."""
+_SUBTRACTIVE_TEXT = """
+remove drop delete omit cut trim shorten shorter fewer less without split merge join combine
+reorder move rephrase reword simplify bỏ xóa xoá bớt ngắn gọn tách gộp
+"""
+_SUBTRACTIVE = frozenset(_SUBTRACTIVE_TEXT.split())
+"""An instruction with one of these asks for a change of form, or for words to go: the new
+text cannot be judged by which of the instruction's words it holds. Vietnamese ones are
+matched with their diacritics when the instruction has them ("bỏ" is not "bộ"), folded when
+it was typed without."""
+
+
+def _stem(word: str) -> str:
+    """A word folded (lower case, no diacritics) and, when English, without its ending:
+    "locking", "locked", "locks" → "lock"; "shared", "share" → "shar"."""
+    word = fold(word)
+    if not (word.isascii() and word.isalpha()) or word.endswith("ss"):
+        return word
+    for suffix in _SUFFIXES:
+        # A plural "s" comes off short words too (IPs, URLs); longer endings need a stem.
+        least = 2 if suffix == "s" else 3
+        if word.endswith(suffix) and len(word) - len(suffix) >= least:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def _terms(text: str) -> set[str]:
+    """The stems of `text`'s words, and, when it is Vietnamese, of the English for its phrases
+    (rag.vietnamese's glossary), so a Vietnamese instruction is found in an English text and the
+    other way round."""
+    words = _TOKEN.findall(text)
+    if is_vietnamese(text):
+        words += " ".join(english_terms(text)).split()
+    return {_stem(w) for w in words}
+
+
+def asked_for(instruction: str, label: str) -> set[str]:
+    """The content words the instruction asks the section to hold (stemmed): none when it asks
+    for a change of form, or names nothing but the section."""
+    terms = _terms(instruction)
+    words = set(_TOKEN.findall(unicodedata.normalize("NFC", instruction).lower()))
+    accented = not instruction.isascii()
+    if words & _SUBTRACTIVE if accented else terms & {_stem(w) for w in _SUBTRACTIVE}:
+        return set()
+    return terms - {_stem(w) for w in _NOT_ASKED} - _terms(label)
+
+
+def _new_text(data: dict[str, Any], key: str, count: int) -> str:
+    if not key.startswith("step-"):
+        return plan_sections.section_text(data, key)
+    first = int(key.removeprefix("step-"))
+    return "\n\n".join(
+        plan_sections.section_text(data, f"step-{n}") for n in range(first, first + count)
+    )
+
+
+def _checked(
+    base: dict[str, Any], key: str, reply: dict[str, Any], instruction: str
+) -> tuple[dict[str, Any], list[str]]:
+    """The plan with the regenerated section in place, and what is wrong with the new text: it
+    repeats another section (most of its word 3-grams are there, agents.objections.restates),
+    or holds none of the words the instruction asks for."""
+    value = section_value(key, reply)
+    data = plan_sections.replace_section(base, key, value, by="Agent A (regenerated)")
+    if key == "effort":
+        return data, []
+    count = len(value) if isinstance(value, list) and key.startswith("step-") else 1
+    text = _new_text(data, key, count)
+    mine = (
+        {key} | {f"step-{int(key[5:]) + n}" for n in range(count)}
+        if key.startswith("step-")
+        else {key}
+    )
+    faults = []
+    for info in plan_sections.sections_of(data):
+        if info.key in mine or info.key == "effort":
+            continue
+        other = plan_sections.section_text(data, info.key)
+        if other.strip() and restates(text, other):
+            faults.append(f"repeats {info.label}")
+            break
+    label = plan_sections.section_info(base, key).label
+    asked = asked_for(instruction, label)
+    if asked and not asked & _terms(text):
+        faults.append(f"does not address: {instruction}")
+    return data, faults

@@ -479,6 +479,8 @@ def test_the_section_rewrite_prompt_holds_the_plan_the_section_and_the_instructi
         session.pk, role=Message.Role.USER, content=f"Rewrite the summary: {instruction}",
         data={"regenerate": {"plan": plan.pk, "section": "summary", "instruction": instruction}},
     )  # fmt: skip
+    # A rewrite that does what was asked: a section that ignores its instruction is redone.
+    FakeProvider.script("fake", {"summary": "Old tokens are dropped lazily, on lookup."})
     assert plan_writer.regenerate_section(request.pk) is not None
     call = FakeProvider.latest(schema="SummaryReply")
     assert AGENT_A in call.messages[0].content
