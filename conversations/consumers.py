@@ -48,6 +48,8 @@ REPLAY_LIMIT = 50
 """Most messages one resume or history frame sends; older ones are paged with `history`."""
 REPLAY_MAX_CHARS = 400_000
 """Most text one replay sends (its first message goes whatever its size)."""
+STOPPING = {"cancel": "reply", "stop": "session"}
+"""Control actions acknowledged with a `stopping` event, and what they stop."""
 CONTROL_ACTIONS = ("approve", "modify", "stop", "continue", "cancel", "revise")
 FRAME_TYPES = ("resume", "history", "user.message", "control")
 SIGNED_OUT, NOT_FOUND = 4401, 4404
@@ -222,11 +224,23 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
                 "cancel": services.cancel_reply,
                 "revise": services.revise,  # a completed plan back to the checkpoint
             }[action]
+            if action in STOPPING:
+                return lambda: self._stop(call, STOPPING[action])
             return lambda: self._call(call, user, self.session_id)
         raise BadFrame(f"Unknown frame type {shown(kind)}; expected {', '.join(FRAME_TYPES)}.")
 
     async def _call(self, service: Callable[..., Any], *args: Any) -> None:
         await database_sync_to_async(service)(*args)
+
+    async def _stop(self, service: Callable[..., Any], what: str) -> None:
+        """Stop or Stop reply, acknowledged at once to every page of the session: the job
+        sees the flag within about half a second, wherever its call is (reading the prompt
+        included), and the page says it is stopping until the state says it stopped."""
+        await self._call(service, self.scope["user"], self.session_id)
+        await self.channel_layer.group_send(
+            session_group(self.session_id),
+            {"type": "session.event", "event": {"type": "stopping", "what": what}},
+        )
 
     async def _send_all(
         self, replay: Callable[[int, int | None], Replay], after: int, before: int | None

@@ -2,8 +2,9 @@
 
 The workflow panel and the status line are built from the workflow's state table itself
 (agents.workflow.NODES): a node added there gets its row here, and "Step k of n" counts those
-rows. The estimate of a step is the median duration of the owner's past turns of the same node
-on the same profile, measured, never guessed."""
+rows. The estimate of a step is measured, never guessed: its prompt read and a reply as long as
+the past ones written at this machine's current speed for the profile (the trace of its latest
+calls), else the median duration of the owner's past turns of the same node on that profile."""
 
 from __future__ import annotations
 
@@ -111,6 +112,47 @@ def estimate(session: PlanningSession, node: str, profile: str) -> dict[str, Any
     return {"seconds": round(median(durations) / 1000, 1), "runs": len(durations)}
 
 
+def speed_estimate(
+    session: PlanningSession, node: str, profile: str, prompt_tokens: int
+) -> dict[str, Any] | None:
+    """{"seconds", "basis": "speed", "read_per_s", "write_per_s", "reply_tokens"}: how long
+    reading this prompt and writing a reply as long as the owner's past ones of this node
+    (else the profile's latest calls) takes at this machine's current speed for the profile
+    (agents.trace.speed: its latest recorded calls). None while that speed is unmeasured."""
+    from agents.trace import speed  # agents reach conversations through progress, not back
+
+    measured = speed(profile)
+    if not measured.read or not measured.write:
+        return None
+    replies = list(
+        Message.objects.filter(
+            session__owner_id=session.owner_id, node=node, profile=profile,
+            state=Message.State.COMPLETE, completion_tokens__gt=0,
+        )
+        .order_by("-pk")
+        .values_list("completion_tokens", flat=True)[:ESTIMATE_SAMPLE]
+    )  # fmt: skip
+    if not replies:
+        from agents.models import LLMCall
+
+        replies = list(
+            LLMCall.objects.filter(profile=profile, completion_tokens__gt=0)
+            .order_by("-pk")
+            .values_list("completion_tokens", flat=True)[:ESTIMATE_SAMPLE]
+        )
+    reply_tokens = int(median(replies)) if replies else 0
+    seconds = measured.seconds(prompt_tokens, reply_tokens)
+    if seconds is None:
+        return None
+    return {
+        "seconds": round(seconds, 1),
+        "basis": "speed",
+        "read_per_s": round(measured.read, 1),
+        "write_per_s": round(measured.write, 1),
+        "reply_tokens": reply_tokens,
+    }
+
+
 def approx_tokens(texts: list[str]) -> int:
     """About how many tokens a prompt is (4 characters a token: the page says "about")."""
     return sum(len(t) for t in texts) // 4
@@ -129,7 +171,7 @@ def turn_progress(
         "profile": message.profile,
         "phase": phase,
         "elapsed_s": round(max(0.0, (timezone.now() - message.created_at).total_seconds()), 1),
-        "estimate": estimate(session, message.node, message.profile) if message.node else None,
+        "estimate": None,
     }
     key = f"planagents:prompt-tokens:{message.pk}"
     loading_key = f"planagents:loading-model:{message.pk}"
@@ -145,6 +187,20 @@ def turn_progress(
         loading = bool(cache.get(loading_key)) and loads_model_first(message.profile)
     if prompt_tokens is not None:
         event["prompt_tokens"] = prompt_tokens
+    # At this machine's current speed for this prompt, from the first turn on; else, for a
+    # turn whose prompt size is unknown here, how long such turns took.
+    event["estimate"] = (
+        speed_estimate(session, message.node, message.profile, prompt_tokens)
+        if prompt_tokens is not None and message.profile
+        else None
+    ) or (estimate(session, message.node, message.profile) if message.node else None)
+    stopping = (
+        PlanningSession.objects.filter(pk=session.pk)
+        .values_list("stop_requested", "cancel_requested")
+        .first()
+    )
+    if stopping and any(stopping):
+        event["stopping"] = "session" if stopping[0] else "reply"
     if loading and phase == "reading":
         event["loading_model"] = True
     return event

@@ -179,16 +179,37 @@
     // The local model's first call in its process loads the weights before it reads anything.
     if (p.loading_model && p.phase === "reading") text = "loading the model, then " + text;
     text += " · " + clock(elapsed);
-    if (p.estimate) {
-      const runs = p.estimate.runs;
-      text += elapsed <= p.estimate.seconds
-        ? " of about " + clock(p.estimate.seconds)
-        : " (past turns took about " + clock(p.estimate.seconds) + ")";
+    const e = p.estimate;
+    if (e && e.basis === "speed") {
+      // This prompt read, and a reply as long as past ones written, at the speed the trace
+      // measured on this machine lately.
+      text += elapsed <= e.seconds
+        ? " of about " + minutes(e.seconds) + " at this machine's current speed"
+        : " (about " + minutes(e.seconds) + " was expected at this machine's recent speed)";
+      text += " · reads ≈" + Math.round(e.read_per_s) + ", writes ≈" + Math.round(e.write_per_s) + " tokens/s";
+    } else if (e) {
+      const runs = e.runs;
+      text += elapsed <= e.seconds
+        ? " of about " + clock(e.seconds)
+        : " (past turns took about " + clock(e.seconds) + ")";
       text += " · median of " + runs + " past turn" + (runs === 1 ? "" : "s");
     } else {
-      text += " · no estimate yet for this step on this model";
+      text += " · no speed measured yet for this model on this machine";
     }
+    if (p.stopping || stopping) text = stoppingText(p.stopping || stopping) + " — " + text;
     return text;
+  }
+
+  function minutes(seconds) {
+    if (seconds < 90) return Math.max(1, Math.round(seconds)) + " s";
+    return Math.round(seconds / 60) + " min";
+  }
+
+  // Stop or Stop reply acknowledged by the server ("stopping" event): said until the state
+  // shows the agents stopped.
+  let stopping = "";
+  function stoppingText(what) {
+    return what === "session" ? "stopping the session (a summary follows)" : "stopping the reply";
   }
 
   function setProgress(seq, update) {
@@ -235,7 +256,7 @@
         const writer = node ? node.querySelector(".who").textContent : "";
         what = (writer ? writer + ": " : "") + progressText(p);
       } else {
-        what = "waiting for the model";
+        what = stopping ? stoppingText(stopping) : "waiting for the model";
       }
     }
     $("running-label").textContent = [where, what].filter(Boolean).join(" — ") || "Agents are working…";
@@ -606,7 +627,7 @@
     if ($("workflow-panel")) show("workflow-panel", !answered);
     if (answered && $("task-analysis")) show("task-analysis", false);
     if (s.progress) setProgress(s.progress.seq, s.progress);
-    if (s.status !== "running") progress.clear();
+    if (s.status !== "running") { progress.clear(); stopping = ""; }
     paintStatusLine();
     const v = $("validation");
     v.textContent = "";
@@ -642,6 +663,7 @@
       case "message.end": onEnd(ev.message, ev.message.truncated || ev.message.html === undefined); break;
       case "session.state": onSessionState(ev); break;
       case "progress": onProgress(ev); break;
+      case "stopping": stopping = ev.what; paintStatusLine(); break;
       case "history.gap": onGap(ev); break;
       case "history.end": onHistoryEnd(ev); break;
       case "plan.updated": state.plan_version = ev.version; loadPlan(true); break;

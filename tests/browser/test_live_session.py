@@ -189,7 +189,7 @@ def test_at_every_node_the_sidebar_status_and_usage_match_the_database(server, b
     page_matches_database(page, server, session, "analyze_codebase")
     streaming = page.locator("article.msg.state-streaming")
     expect(streaming.locator(".typing")).to_contain_text("writing")
-    expect(streaming.locator(".typing")).to_contain_text("no estimate yet")
+    expect(streaming.locator(".typing")).to_contain_text("no speed measured yet")
     # Markdown is drawn while it streams, as elements, not as raw asterisks.
     expect(streaming.locator(".body code")).to_have_text(f"{PATH}:1")
     expect(streaming.locator(".body strong")).to_have_text("every")

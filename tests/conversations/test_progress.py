@@ -246,3 +246,41 @@ def test_remote_and_scripted_profiles_never_say_they_load_a_model(user, codebase
         event = turn_progress(session, message, phase="reading", prompt_tokens=10)
         assert "loading_model" not in event, profile
     assert not local.is_loaded("fake") and not local.is_loaded("no-such-profile")
+
+
+def _measured(session, profile, *, read_per_s, write_per_s, reply_tokens=401, calls=3):
+    """Calls of `profile` as the trace records them: 2,000 new prompt tokens each."""
+    from agents.models import LLMCall
+
+    for _ in range(calls):
+        first = int(2000 / read_per_s * 1000)
+        LLMCall.objects.create(
+            session=session, profile=profile, prompt_tokens=2000,
+            completion_tokens=reply_tokens, first_piece_ms=first,
+            duration_ms=first + int((reply_tokens - 1) / write_per_s * 1000),
+        )  # fmt: skip
+
+
+def test_the_first_turn_of_a_step_has_an_estimate_at_the_machines_measured_speed(user, codebase):
+    session = _session(user, codebase)
+    turn = _turn(session, 1, "propose_changes", "local-1.5b", 0, Message.State.STREAMING)
+    # Nothing measured on this machine for the model: no estimate, and none is made up.
+    assert turn_progress(session, turn, phase="reading", prompt_tokens=1961)["estimate"] is None
+
+    # Calls of other steps measured the machine: 68 tokens/s read, 27 written (the 1.5B model
+    # on a quiet 2-core machine), replies of 401 tokens.
+    _measured(session, "local-1.5b", read_per_s=68, write_per_s=27)
+    event = turn_progress(session, turn, phase="reading", prompt_tokens=1961)
+    assert event["estimate"]["basis"] == "speed"
+    assert event["estimate"]["seconds"] == pytest.approx(1961 / 68 + 401 / 27, abs=0.2)
+    assert (event["estimate"]["read_per_s"], event["estimate"]["write_per_s"]) == (68.0, 27.0)
+
+    # Ten times slower lately: the estimate follows the current speed, and the prompt's size.
+    _measured(session, "local-1.5b", read_per_s=6.8, write_per_s=2.7, calls=12)
+    loaded = turn_progress(session, turn, phase="reading", prompt_tokens=1961)["estimate"]
+    assert loaded["seconds"] == pytest.approx(1961 / 6.8 + 401 / 2.7, rel=0.01)  # about 7 min
+    longer = turn_progress(session, turn, phase="reading", prompt_tokens=4000)["estimate"]
+    assert longer["seconds"] > loaded["seconds"]
+    # Another model's history says nothing about this one.
+    other = _turn(session, 2, "propose_changes", "local", 0, Message.State.STREAMING)
+    assert turn_progress(session, other, phase="reading", prompt_tokens=1961)["estimate"] is None

@@ -3,6 +3,7 @@ yet), and during a call outside any message (Agent A's evidence plan); the page 
 once and the reply says it was stopped by you."""
 
 import asyncio
+import time
 
 import pytest
 from channels.db import database_sync_to_async
@@ -22,8 +23,12 @@ async def test_stop_reply_while_the_prompt_is_read_stops_the_reply_and_says_you_
     client = Client(user, session.pk)
     await client.connect()
     assert await asyncio.to_thread(reading.reached.wait, 60)
+    pressed = time.monotonic()
     await client.send({"type": "control", "action": "cancel"})
+    ack = await client.until(lambda e: e["type"] == "stopping", timeout=5)
+    assert ack["what"] == "reply" and time.monotonic() - pressed < 1.0
     state = await client.until_state("awaiting_human", timeout=20)
+    assert time.monotonic() - pressed < 3.0  # the job's check runs every half second
     assert "you stopped Agent A's reply" in state["error"]
     reply = await database_sync_to_async(
         lambda: session.messages.filter(role="agent", node="").get()
