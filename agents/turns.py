@@ -432,7 +432,7 @@ def text_turn(
         begun = str(_cut_of(stream).get("text", ""))
         continued = False
         if begun:
-            text, continued = _resume(stream, begun, messages, complete, options)
+            text, continued = _resume(stream, begun, messages, complete, options, provider.prefills)
         else:
             text = complete(messages)
         problem = problem_of(text)
@@ -485,27 +485,46 @@ def text_turn(
     )
 
 
+GO_ON = (
+    "Your reply above was cut off before its end. Write only the rest of it, starting exactly "
+    "where it stops: do not repeat any of it."
+)
+OVERLAP_WORDS = 30
+"""How far back a model asked to go on may repeat the end of what it wrote; trimmed off."""
+
+
 def _resume(
     stream: TurnStream,
     begun: str,
     messages: list[ChatMessage],
     complete: Callable[[list[ChatMessage]], str],
     options: CallOptions,
+    prefills: bool,
 ) -> tuple[str, bool]:
     """Go on with a reply an earlier run wrote up to `begun`: shown again at once, then given
-    to the model as the start of its answer (an assistant prefill, which llama.cpp's server and
-    most OpenAI-compatible servers continue), so only the rest is written. A model that starts
-    over instead (an API that takes the prefill as a finished turn) has its new reply kept
-    alone, not glued after the old start. Returns the reply and whether it went on."""
+    to the model as the start of its answer, so only the rest is written. A provider that
+    `prefills` continues a prompt ending in its own message; any other is asked, after it, to
+    write only the rest (GO_ON), and the end of `begun` it repeats anyway is trimmed. A model
+    that starts over instead has its new reply kept alone, not glued after the old start.
+    Returns the reply and whether it went on from `begun`."""
     stream.feed(begun)
     spent = approx_tokens([begun])
     options.max_tokens = max(64, options.max_tokens - spent)
-    text = complete([*messages, ChatMessage("assistant", begun)])
+    prompt = [*messages, ChatMessage("assistant", begun)]
+    text = complete(prompt if prefills else [*prompt, ChatMessage("user", GO_ON)])
     rest = text[len(begun) :]
-    opening = " ".join(begun.split()[:8])
-    if opening and " ".join(rest.split()).startswith(opening):
+    said, new = begun.split(), rest.split()
+    if said and new[: min(8, len(said))] == said[:8]:
         stream.show(rest.lstrip())
         return stream.content, False
+    for n in range(min(OVERLAP_WORDS, len(said), len(new)), 2, -1):
+        if new[:n] == said[-n:]:
+            # Cut the repeated words off where they end in the text, keeping its spacing.
+            at = 0
+            for word in new[:n]:
+                at = rest.index(word, at) + len(word)
+            stream.show(begun + rest[at:])
+            return stream.content, True
     return text, True
 
 

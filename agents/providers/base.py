@@ -108,6 +108,9 @@ class LLMProvider:
     model_name: str = ""
     native_tools: bool = False
     """Whether `stream_tool_calls` works: the vendor's API has native tool calls."""
+    prefills: bool = False
+    """Whether a prompt ending in an assistant message is continued from that message (an
+    assistant prefill, as llama.cpp's server does), not answered with a new one."""
 
     def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
         """Yield the reply in text pieces as the model writes them."""

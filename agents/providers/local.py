@@ -192,6 +192,8 @@ def _in_niced_thread(build: Callable[[], Any]) -> Any:
 
 
 class LocalLlamaProvider(LLMProvider):
+    prefills = True  # llama.cpp's server continues a trailing assistant message
+
     def __init__(self, profile: str, model_spec: ModelSpec) -> None:
         self.profile = profile
         self.model_name = model_spec.name

@@ -54,7 +54,14 @@ def test_a_cut_text_reply_says_how_much_is_kept(session, settings):
     assert message.state == "interrupted" and message.content.startswith(BEGUN)
 
 
+@pytest.fixture
+def prefilling(monkeypatch):
+    """The scripted provider as llama.cpp's server: a trailing assistant message is continued."""
+    monkeypatch.setattr(FakeProvider, "prefills", True)
+
+
 @pytest.mark.django_db
+@pytest.mark.usefixtures("prefilling")
 def test_continue_gives_the_cut_reply_to_the_model_as_the_start_of_its_answer(session, settings):
     cut_text_turn(session, settings)
     FakeProvider.script("fake", " lock them out for ten minutes.")
@@ -70,6 +77,22 @@ def test_continue_gives_the_cut_reply_to_the_model_as_the_start_of_its_answer(se
 
 
 @pytest.mark.django_db
+def test_a_model_without_prefill_is_asked_for_the_rest_and_its_repeat_is_trimmed(session, settings):
+    cut_text_turn(session, settings)
+    FakeProvider.script("fake", "per user and lock them out for ten minutes.")  # repeats 3 words
+
+    message = turns.text_turn(session, turns.Agent("A", "fake"), turn_key="debate:0", node="",
+                              messages=ASK)  # fmt: skip
+
+    last = FakeProvider.calls("fake")[-1]
+    assert list(last.messages) == [
+        *ASK, ChatMessage("assistant", BEGUN), ChatMessage("user", turns.GO_ON)
+    ]  # fmt: skip
+    assert message.content == BEGUN + " lock them out for ten minutes."
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("prefilling")
 def test_a_model_that_starts_over_is_not_glued_after_the_old_start(session, settings):
     cut_text_turn(session, settings)
     again = BEGUN + " block them for ten minutes."
@@ -159,7 +182,7 @@ def debate_turns(session):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.usefixtures("jobs_drained")
+@pytest.mark.usefixtures("jobs_drained", "prefilling")
 async def test_a_debate_turn_cut_by_its_time_limit_is_shown_kept_and_continued(
     user, codebase, settings
 ):
