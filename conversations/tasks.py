@@ -23,7 +23,7 @@ from agents.budget import session_clock
 from agents.debate import FINISHED, run_debate, write_debate_plan
 from agents.investigation.clarify import QuestionAsked
 from agents.planning.workflow import run_planning
-from agents.runtime import SessionStopped, beat
+from agents.runtime import SessionStopped, beat, stop_requested
 from agents.summary import write_summary
 from agents.turns import TurnFailed, kept_by
 from agents.workflow import COMPLETED, STOPPED
@@ -94,7 +94,10 @@ def _run(session_id: int) -> None:
     except QuestionAsked:  # Agent A asked the human something: theirs is the floor, not a failure
         _hand_over(session_id)
     except TurnFailed as exc:
-        _fail_turn(session_id, str(exc), kept_by(exc))
+        if stop_requested(session_id):  # a Stop came as the turn failed: it is honoured
+            _finish(session_id, PlanningSession.Status.STOPPED, summary=True)
+        else:
+            _fail_turn(session_id, str(exc), kept_by(exc))
     except SoftTimeLimitExceeded:
         _fail_turn(session_id, "the agents ran past the time limit of one job")
     except Exception as exc:

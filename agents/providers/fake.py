@@ -46,15 +46,17 @@ class FailAfter:
 @dataclass(frozen=True)
 class Hold:
     """A scripted reply that streams its first `pieces` pieces of `text`, sets `reached`, then
-    waits: for `release` (then streams the rest) or for the caller to ask to stop
-    (GenerationCancelled). A reply caught mid-stream for as long as a test needs, with no
-    timing involved; `timeout` only bounds how long a broken test can hang."""
+    waits: for `release` (then streams the rest, or raises `fail`: a model dying mid-reply)
+    or for the caller to ask to stop (GenerationCancelled). A reply caught mid-stream for as
+    long as a test needs, with no timing involved; `timeout` only bounds how long a broken test
+    can hang."""
 
     text: str
     pieces: int
     reached: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
     timeout: float = 60.0
+    fail: BaseException | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +261,8 @@ class FakeProvider(LLMProvider):
                 raise fail.error
             if hold is not None and index == hold.pieces:
                 _wait(hold, options)
+                if hold.fail is not None:
+                    raise hold.fail
             if options.should_stop is not None and options.should_stop():
                 raise GenerationCancelled("Stopped by the user.")
             if self.delay:

@@ -11,7 +11,7 @@ from channels.db import database_sync_to_async
 
 from agents import budget, turns
 from agents.models import LLMCall
-from agents.providers.base import ChatMessage
+from agents.providers.base import ChatMessage, ProviderError
 from agents.providers.fake import FakeProvider, Hold, Reading
 from conversations import services
 from conversations.models import Message, PlanningSession
@@ -232,6 +232,33 @@ async def test_stop_as_a_call_reaches_its_limit_ends_the_session_with_its_summar
 
     fresh = await database_sync_to_async(PlanningSession.objects.get)(pk=session.pk)
     assert fresh.status == "stopped" and "PLANAGENTS_LLM_CALL_TIME_LIMIT" not in fresh.error
+    summary = await database_sync_to_async(session.messages.filter(node="summary").count)()
+    assert summary == 1
+    await client.close()
+
+
+async def test_a_stop_pending_when_the_reply_fails_ends_the_session_with_its_summary(
+    start, user, settings, monkeypatch
+):
+    """Stop was pressed, and the model failed before the call's check read it: the human's
+    Stop is honoured (stopped, with the summary), not left pending behind an "awaiting you"
+    that names the failure."""
+    settings.PLANAGENTS_FALLBACK_PROFILE = "fake"  # no other profile to finish the turn on
+    monkeypatch.setattr(turns, "STOP_CHECK_SECONDS", 3600)  # the check reads the flags once
+    dying = Hold("A1: count the failures per user", pieces=2, fail=ProviderError("it died"))
+    FakeProvider.script("fake", NO_LOOKUPS, dying)
+    session = await start(mode="debate")
+    client = Client(user, session.pk)
+    await client.connect()
+    assert await asyncio.to_thread(dying.reached.wait, 20)
+    await client.send({"type": "control", "action": "stop"})
+    await client.until(lambda e: e["type"] == "stopping")
+    dying.release.set()
+    state = await client.until(
+        lambda e: e["type"] == "session.state" and e["status"] in ("stopped", "awaiting_human")
+    )
+
+    assert state["status"] == "stopped"
     summary = await database_sync_to_async(session.messages.filter(node="summary").count)()
     assert summary == 1
     await client.close()
