@@ -33,7 +33,16 @@ AGENT_B = (
 
 
 def language_rule(language: str) -> str:
-    return f"Write your answer in {LANGUAGE_NAMES.get(language, 'English')}."
+    """The answer's language, said where the model reads it last. A language other than
+    English is held against the pull of the English code and replies in the prompt."""
+    name = LANGUAGE_NAMES.get(language, "English")
+    rule = f"Write your answer in {name}."
+    if name != "English":
+        rule += (
+            f" Every sentence in {name}, even where the code or other messages are in English; "
+            "keep code, file paths and names as they are written."
+        )
+    return rule
 
 
 def agent_system(role: str, task_analysis: dict[str, Any] | None, language: str) -> ChatMessage:

@@ -22,10 +22,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from agents.investigation.evidence import Evidence
-from rag.navigation import RelatedResult
+from conversations.models import Message, PlanningSession
+from conversations.store import message_payload
+from planagents.streaming import publish
+from rag import index
+from rag.navigation import Navigator, RelatedResult
 from rag.paths import FileSet, tidy
 from rag.roles import role_for
 from rag.vietnamese import fold
@@ -205,3 +210,169 @@ def checks_block(points: list[str]) -> str:
         return ""
     listed = "\n".join(f"- {p}" for p in points)
     return f"<checks>\nFacts the app found about the proposal by reading the code:\n{listed}\n</checks>"
+
+
+# ---------------------------------------------------------------- claims that a name is absent
+
+# On folded text (agents' replies in English or Vietnamese, diacritics or not): what is said
+# after a name ("`Session` is not defined", "Session không tồn tại") or before it ("there is
+# no `Session`", "không có lớp Session").
+_ABSENT_AFTER = (
+    r"(?:(?:is|are|was|were|has|have)\s+(?:not|never)(?:\s+been)?|isn['’]t|aren['’]t|wasn['’]t"
+    r"|hasn['’]t\s+been)\s+(?:defined|declared)"
+    r"|is\s+undefined|(?:does|do|did)\s*(?:not|n['’]t)\s+exist"
+    r"|(?:khong|chua)\s+(?:duoc\s+)?(?:dinh\s+nghia|khai\s+bao)|khong\s+ton\s+tai"
+)
+_ABSENT_BEFORE = r"there\s+(?:is|are)\s+no|there['’]s\s+no|no\s+such|khong\s+(?:he\s+)?co"
+_KIND_WORDS = r"class|function|method|module|type|constant|lop|ham|phuong\s+thuc|kieu|hang\s+so"
+_OTHER_THINGS = re.compile(
+    r"\s*`?\s*(?:argument|parameter|param|field|attribute|key|option|column|variable|test|"
+    r"check|call|import|flag|setting|tham\s+so|thuoc\s+tinh|truong|bien)s?\b"
+)
+"""After a name, what makes a claim about something else than its definition ("there is no
+`timeout` parameter")."""
+_REPORTED = re.compile(
+    r"\b(?:claim\w*|said|says|wrong\w*|incorrect\w*|false\w*|mistaken\w*|cho\s+rang|noi\s+rang"
+    r"|khang\s+dinh|sai)\b"
+)
+"""A sentence that reports or corrects the claim ("B said `X` is not defined; it is") makes
+none itself."""
+_ABSENT_ANY = re.compile(rf"{_ABSENT_AFTER}|{_ABSENT_BEFORE}")
+_SENTENCES = re.compile(r"\n+|(?<=[.!?;])\s+")
+_NAME_IN_SPAN = re.compile(r"`([A-Za-z_]\w{0,80}(?:\.[A-Za-z_]\w{0,80}){0,4})(?:\(\))?`")
+_BARE_NAME = re.compile(
+    r"(?<![\w.`/])(?:[A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*|[A-Za-z]\w*_\w+)(?![\w`])"
+)
+_KIND_THEN_NAME = re.compile(
+    r"(?i:\b(?:class|function|method|lớp|hàm|phương thức)\s+)"
+    r"(?!(?i:named|called|that|which|the|an?|in|to|for|of|is|are|was|này|đó|nào)\b)"
+    r"([A-Z_a-z]\w{0,80})(?![\w.`])"
+)
+_FILE_IN = re.compile(r"`?([\w./-]+\.[A-Za-z]{1,5})(?::\d+(?:-\d+)?)?`?")
+
+
+@dataclass(frozen=True)
+class FalseAbsence:
+    """A claim that the codebase lacks a name it defines."""
+
+    name: str
+    where: str
+    """path:start-end of a definition of it."""
+    claim: str
+    """The sentence that makes the claim, as written."""
+
+
+def absence_claims(text: str) -> list[tuple[str, str, str]]:
+    """(name, file the claim is about or "", sentence) for each claim in `text` that a name
+    written as code (`Session`, `SessionStore`, session_store, "class Session") is not
+    defined, does not exist, or that there is none, in English or Vietnamese."""
+    found: list[tuple[str, str, str]] = []
+    for sentence in _SENTENCES.split(text[:MAX_CLAIM_TEXT]):
+        folded = fold(sentence)
+        if not _ABSENT_ANY.search(folded) or _REPORTED.search(folded):
+            continue
+        names = dict.fromkeys(
+            [m[1] for m in _NAME_IN_SPAN.finditer(sentence)]
+            + [m[0] for m in _BARE_NAME.finditer(sentence)]
+            + [m[1] for m in _KIND_THEN_NAME.finditer(sentence)]
+        )
+        for name in names:
+            if _claims_absent(folded, fold(name)):
+                found.append((name, _file_named(sentence, name), sentence.strip()))
+    return found
+
+
+MAX_CLAIM_TEXT = 20_000
+
+
+def _claims_absent(folded: str, name: str) -> bool:
+    n = re.escape(name)
+    kind = rf"(?:(?:{_KIND_WORDS})\s+)?"
+    after = re.search(
+        rf"(?<![\w.]){n}(?:\(\))?`?(?:\s+(?:{_KIND_WORDS}))?\s+"
+        rf"(?:(?:(?:still|also|actually|thuc\s+su|van)\s+)?)(?:{_ABSENT_AFTER})",
+        folded,
+    )
+    before = re.search(
+        rf"(?:{_ABSENT_BEFORE})\s+{kind}(?:nao\s+)?(?:(?:named|called|ten(?:\s+la)?)\s+)?`?{n}",
+        folded,
+    )
+    if before is not None:
+        rest = folded[before.end() :]
+        if re.match(r"[\w.]", rest) or _OTHER_THINGS.match(rest.removeprefix("()")):
+            before = None
+    return after is not None or before is not None
+
+
+def _file_named(sentence: str, name: str) -> str:
+    """The file a sentence says the name is missing from ("… in `app/models.py`"), or ""."""
+    for match in _FILE_IN.finditer(sentence):
+        path = tidy(match[1]) if match[1] != name else ""
+        if path and ("/" in path or path.rsplit(".", 1)[-1] in _CODE_EXTS):
+            return path
+    return ""
+
+
+_CODE_EXTS = {"py", "js", "ts", "tsx", "jsx", "go", "java", "rs", "mjs", "cjs"}
+
+
+def false_absences(text: str, find: Callable[[str], list[tuple[str, str]]]) -> list[FalseAbsence]:
+    """The claims in `text` that a name is absent which the symbol table contradicts.
+    `find(name)` gives (path, "path:start-end") of each definition named exactly `name`
+    (rag.navigation's `Navigator.find_symbol`, exact or qualified matches); a claim about one
+    file is contradicted only by a definition in that file."""
+    out: list[FalseAbsence] = []
+    seen: set[str] = set()
+    for name, path, sentence in absence_claims(text):
+        if name in seen:
+            continue
+        hits = find(name)
+        if path:
+            hits = [h for h in hits if h[0] == path or h[0].endswith("/" + path)]
+        if hits:
+            seen.add(name)
+            out.append(FalseAbsence(name, hits[0][1], sentence))
+    return out
+
+
+FOUND_AS = ("exact", "qualified", "inherited")
+"""find_symbol's matches that define the very name written (not a spelling or a case away)."""
+
+
+def definitions_in(navigator: Navigator) -> Callable[[str], list[tuple[str, str]]]:
+    """`false_absences`' lookup over a codebase's symbol table."""
+
+    def find(name: str) -> list[tuple[str, str]]:
+        result = navigator.find_symbol(name)
+        if result.match not in FOUND_AS:
+            return []
+        return [(hit.path, hit.location) for hit in result.hits]
+
+    return find
+
+
+def absence_flag(found: Sequence[FalseAbsence]) -> str:
+    """The line appended to a reply whose claims of absence the code contradicts."""
+    said = "; ".join(
+        f"the reply says `{f.name}` is not in the code, but the codebase defines it at `{f.where}`"
+        for f in found
+    )
+    return f"_Flagged: {said}._"
+
+
+def flag_false_absences(session: PlanningSession, message: Message) -> list[FalseAbsence]:
+    """Check `message` once for claims that a name is absent which the symbol table
+    contradicts; append the flag and store them (`data["false_absences"]`), shown on the page
+    and read by the stop summary (agents.summary)."""
+    data = message.data if isinstance(message.data, dict) else {}
+    if "false_absences" in data:  # checked already (a re-run)
+        return [FalseAbsence(**f) for f in data["false_absences"]]
+    navigator = Navigator(index.index_dir(session.codebase_id))
+    found = false_absences(message.content, definitions_in(navigator)) if navigator.exists() else []
+    if not found:  # nothing stored: a re-check finds nothing again
+        return []
+    message.data = {**data, "false_absences": [asdict(f) for f in found]}
+    message.content += "\n\n" + absence_flag(found)
+    Message.objects.filter(pk=message.pk).update(content=message.content, data=message.data)
+    publish(session.pk, {"type": "message.end", "message": message_payload(message)})
+    return found

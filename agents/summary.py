@@ -9,18 +9,22 @@ the summary; the model's reply as written stays in the Trace."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.investigation.session import NODE as INVESTIGATION
 from agents.prompts import clip_transcript, language_rule
 from agents.providers.base import ChatMessage
+from agents.review_checks import definitions_in, false_absences
 from agents.runtime import TurnStream
 from agents.transcript import transcript_lines
 from agents.turns import TurnFailed, agent_for, text_turn
 from conversations.models import Message, PlanningSession
 from conversations.store import message_payload
 from planagents.streaming import publish
+from rag import index
 from rag.languages import language_for
+from rag.navigation import Navigator
 from rag.paths import Citation, find_citations, parse_citation, tidy
 
 TRANSCRIPT_BUDGET = 5000
@@ -43,11 +47,15 @@ def write_summary(session: PlanningSession) -> Message:
             "was proposed or decided. The task is unchanged; start a new session to plan it.",
         )
     discussion = clip_transcript(lines, budget=TRANSCRIPT_BUDGET)
+    corrected = _corrections(session)
     prompt = (
         f"Task: {session.task}\n\nDiscussion:\n{discussion}\n\n"
-        "Summarize the whole discussion for the human: the proposals made, the objections raised, "
-        "what was agreed, what is still open, and the files involved (as `path`). Use short "
-        "markdown sections. At most 200 words."
+        + (f"Checked against the code:\n{corrected}\n\n" if corrected else "")
+        + "Summarize the whole discussion for the human: the proposals made, the objections "
+        "raised, what was agreed, what is still open, and the files involved (as `path`). Use "
+        "short markdown sections. At most 200 words. "
+        + ("Do not repeat a claim the check above contradicts as fact. " if corrected else "")
+        + language_rule(session.language)
     )
     try:
         message = text_turn(
@@ -76,6 +84,22 @@ def write_summary(session: PlanningSession) -> Message:
     return _checked(session, message, len(lines), sum(map(len, lines)) > TRANSCRIPT_BUDGET)
 
 
+def _corrections(session: PlanningSession) -> str:
+    """What the check of the agents' replies found false (agents.review_checks): a name a
+    reply said is missing that the code defines, one line each."""
+    lines: dict[str, None] = {}
+    replies = session.messages.filter(role=Message.Role.AGENT).exclude(data={})
+    for data in replies.values_list("data", flat=True):
+        found = data.get("false_absences") if isinstance(data, dict) else None
+        for item in found if isinstance(found, list) else []:
+            if isinstance(item, dict) and {"name", "where"} <= item.keys():
+                lines.setdefault(
+                    f"- `{item['name']}` is defined at `{item['where']}`; a reply said it is "
+                    "not in the code, which is false."
+                )
+    return "\n".join(lines)
+
+
 def _written(session: PlanningSession, content: str) -> Message:
     """A summary the app writes itself, with no model call."""
     stream = TurnStream(
@@ -97,7 +121,11 @@ def _checked(session: PlanningSession, message: Message, count: int, clipped: bo
         .order_by("seq")
         .values_list("content", flat=True)
     )
-    text = check_summary(message.content, "\n".join([session.task, *said]), count, clipped)
+    navigator = Navigator(index.index_dir(session.codebase_id))
+    find = definitions_in(navigator) if navigator.exists() else None
+    text = check_summary(
+        message.content, "\n".join([session.task, *said]), count, clipped, defined=find
+    )
     Message.objects.filter(pk=message.pk).update(content=text)
     message.content = text
     publish(session.pk, {"type": "message.end", "message": message_payload(message)})
@@ -127,11 +155,20 @@ class _Mention:
     quoted: bool
 
 
-def check_summary(summary: str, said: str, messages: int, clipped: bool = False) -> str:
+def check_summary(
+    summary: str,
+    said: str,
+    messages: int,
+    clipped: bool = False,
+    *,
+    defined: Callable[[str], list[tuple[str, str]]] | None = None,
+) -> str:
     """`summary` labelled as the model's summary of `messages` messages, with every file path
     that `said` (the task and the messages) never mentions taken out, every line number it
-    never cites taken off its path, and every claim of agreement flagged when nobody in `said`
-    agreed to anything; what was changed is noted at the end."""
+    never cites taken off its path, every claim of agreement flagged when nobody in `said`
+    agreed to anything, and, given the symbol table's lookup `defined`
+    (agents.review_checks.definitions_in), every claim that a name is missing from the code
+    flagged where the code defines it; what was changed is noted at the end."""
     cited = find_citations(said)
     removed: set[str] = set()
     unlined: set[str] = set()
@@ -147,7 +184,7 @@ def check_summary(summary: str, said: str, messages: int, clipped: bool = False)
             continue
         text = text[: mention.start] + replacement + text[mention.end :]
     kept = []
-    flagged = 0
+    flagged = absent = 0
     assent = _ASSENT.search(said) is not None
     for line in text.split("\n"):
         if _GAP in line:
@@ -157,6 +194,9 @@ def check_summary(summary: str, said: str, messages: int, clipped: bool = False)
         if not assent and _CLAIM.search(line) and not _NEGATION.search(line):
             line += " _(not found in the discussion)_"
             flagged += 1
+        for wrong in false_absences(line, defined) if defined else []:
+            line += f" _(not so: the codebase defines `{wrong.name}` at `{wrong.where}`)_"
+            absent += 1
         kept.append(line)
     which = f"the latest of the discussion's {messages}" if clipped else str(messages)
     parts = [
@@ -173,6 +213,10 @@ def check_summary(summary: str, said: str, messages: int, clipped: bool = False)
         notes.append(f"Line numbers the discussion never cites taken off {len(unlined)} path(s).")
     if flagged:
         notes.append(f"{flagged} claim(s) of agreement that nobody in the discussion made.")
+    if absent:
+        notes.append(
+            f"{absent} claim(s) that a name is missing from the code, which the code defines."
+        )
     if notes:
         parts.append("_" + " ".join(notes) + "_")
     return "\n\n".join(parts)

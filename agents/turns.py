@@ -631,7 +631,7 @@ def _salvage_cut(exc: BaseException, raw: str, schema: type[BaseModel], whose: s
 def _items(value: BaseModel) -> str:
     """'3 steps, 2 files' of a salvaged reply's lists (its other fields are whole or absent)."""
     counts = [
-        f"{len(items)} {name}"
+        f"{len(items)} {name[:-1] if len(items) == 1 and name.endswith('s') else name}"
         for name, items in value.model_dump().items()
         if isinstance(items, list) and items
     ]

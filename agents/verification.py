@@ -28,6 +28,7 @@ from agents.investigation.evidence import Evidence
 from agents.objections import MAX_OBJECTIONS, NO_OBJECTION, objections
 from agents.providers import get_provider
 from agents.providers.base import CallOptions, ChatMessage, ProviderError
+from agents.review_checks import flag_false_absences
 from agents.runtime import TurnStream
 from agents.turns import Agent, BudgetSpent, structured_call
 from conversations.models import Message, PlanningSession
@@ -84,6 +85,7 @@ def citation_problems(session: PlanningSession, text: str, evidence: list[Eviden
 
 def flag_citations(session: PlanningSession, message: Message, evidence: list[Evidence]) -> int:
     """Check `message`'s citations once; append a flag and store the count. Returns it."""
+    flag_false_absences(session, message)  # "`X` is not defined" where the code defines X
     data = message.data if isinstance(message.data, dict) else {}
     if "citation_problems" in data:  # checked already (a re-run)
         return int(data["citation_problems"])

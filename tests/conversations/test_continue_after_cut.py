@@ -220,3 +220,44 @@ async def test_a_debate_turn_cut_by_its_time_limit_is_shown_kept_and_continued(
     resumed = FakeProvider.prompt("fake", schema="text", asking=BEGUN)
     assert resumed.endswith(BEGUN)  # the cut reply is the start of the answer, last
     await client.close()
+
+
+PROPOSAL = (
+    '{"summary": "Throttle failed logins.", "steps": [{"title": "Count failures", "symbol": '
+    '"none", "detail": "Count them in `todo/api.py:1`.", "files": ["todo/api.py"]}, {"title": '
+    '"Refuse the sixth attempt", "symbol": "none", "detail": "Answer 429.", "files": '
+    '["todo/api.py"]}], "files": []}'
+)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_drained")
+async def test_a_proposal_cut_by_its_time_limit_keeps_its_finished_steps_through_continue(
+    start, user, settings
+):
+    settings.PLANAGENTS_LLM_CALL_TIME_LIMIT = 0.2
+    cut_in_step_two = PROPOSAL.split().index('"Refuse')
+    FakeProvider.script(
+        "fake", "Login is in todo/api.py.", NO_LOOKUPS, held(PROPOSAL, pieces=cut_in_step_two + 2)
+    )
+    session = await start(mode="planning")
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human")
+
+    banner = await database_sync_to_async(
+        lambda: session.messages.filter(role=Message.Role.SYSTEM).last()
+    )()
+    assert "Kept: the finished part of Agent A's reply (1 step); Continue takes it as written" in (
+        banner.content
+    )
+    settings.PLANAGENTS_LLM_CALL_TIME_LIMIT = 0
+    await database_sync_to_async(services.continue_session)(user, session.pk)
+    await client.until_state("awaiting_human", node="checkpoint", timeout=90)
+
+    proposal = await database_sync_to_async(lambda: session.messages.get(turn_key="propose:1"))()
+    assert proposal.state == "complete" and proposal.data["steps"][0]["title"] == "Count failures"
+    assert [s["title"] for s in proposal.data["steps"]] == ["Count failures"]
+    assert "Its finished parts are kept as written" in proposal.content
+    assert len([c for c in FakeProvider.calls("fake") if c.kind == "Proposal"]) == 1  # not redone
+    await client.close()
