@@ -29,6 +29,7 @@ from agents.budget import TimeLimitReached, charge_tokens
 from agents.call_policy import call, fallback_for, falls_back
 from agents.echoes import Problem, check_reply
 from agents.errors import BudgetSpent, TurnCancelled, TurnFailed
+from agents.language import language_problem
 from agents.objections import review_problem
 from agents.providers import estimate_cost, get_provider
 from agents.providers.base import (
@@ -61,6 +62,7 @@ REDO_REASONS = {
     "placeholder": "it wrote out a placeholder from the instructions",
     "refusal": "it refused instead of answering",
     "no_objection": "it raised no objection to the proposal",
+    "language": "it was not in the language of the task",
 }
 
 
@@ -403,6 +405,7 @@ def text_turn(
 
     def problem_of(text: str) -> Problem | None:
         found = check_reply(text, answering, answering_label)
+        found = found or language_problem(text, session.language)
         return found or (review_problem(text, answering) if reviewing else None)
 
     def write(
