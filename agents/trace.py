@@ -215,6 +215,44 @@ def speed(profile: str) -> Speed:
     )
 
 
+SESSION_SAMPLE = 20
+"""The latest finished sessions a profile's session time is the median of."""
+
+
+@dataclass(frozen=True)
+class History:
+    """What this machine measured of a profile, for the Models page: its current speed and,
+    over its latest completed planning sessions run on it alone, the median time its calls
+    took per session (the model's time, not the human's)."""
+
+    speed: Speed
+    calls: int
+    session_seconds: float | None
+    sessions: int
+
+
+def history(profile: str) -> History:
+    calls = LLMCall.objects.filter(profile=profile)
+    totals = list(
+        calls.filter(
+            session__status="completed",
+            session__mode="planning",
+            session__agent_a_profile=profile,
+            session__agent_b_profile=profile,
+        )
+        .values("session_id")
+        .annotate(ms=Sum("duration_ms"))
+        .order_by("-session_id")
+        .values_list("ms", flat=True)[:SESSION_SAMPLE]
+    )
+    return History(
+        speed=speed(profile),
+        calls=calls.count(),
+        session_seconds=median(totals) / 1000 if totals else None,
+        sessions=len(totals),
+    )
+
+
 def relabel(call: CallTrace | None, outcome: str, note: str) -> None:
     """Say afterwards that a finished call's reply was not used as it was (an echo redone,
     invalid JSON repaired)."""

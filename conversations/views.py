@@ -38,8 +38,12 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def models_help(request: HttpRequest) -> HttpResponse:
-    """Which model to pick: each profile's speed and quality, and how to make it usable."""
-    context = {"profiles": list_profiles(), "default": settings.PLANAGENTS_DEFAULT_PROFILE}
+    """Which model to pick: each profile's quality (benchmarks), its speed and time on this
+    machine (the trace of its calls here), and how to make it usable."""
+    context = {
+        "rows": [(p, trace.history(p.name)) for p in list_profiles()],
+        "default": settings.PLANAGENTS_DEFAULT_PROFILE,
+    }
     return render(request, "conversations/models.html", context)
 
 

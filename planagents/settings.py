@@ -205,10 +205,12 @@ PLANAGENTS_LLM_SLOTS = env_int("PLANAGENTS_LLM_SLOTS", 2, minimum=1)
 PLANAGENTS_LLM_LOCAL_TIMEOUT = env_int("PLANAGENTS_LLM_LOCAL_TIMEOUT", 300, minimum=1)
 PLANAGENTS_LLM_NICE = env_int("PLANAGENTS_LLM_NICE", 10, minimum=0)
 PLANAGENTS_LLM_CACHE_MB = env_int("PLANAGENTS_LLM_CACHE_MB", 1024, minimum=0)
-# Time limits (agents.budget): one LLM call, any backend, from request to last token; and one
-# run of the agents, from the human handing them the floor until it comes back (under the
-# Celery soft limit, so the run ends with its own message, not the worker's). Either, when
-# hit, stops the call, keeps what was written and gives the human the floor. 0: no limit.
+# Time limits (agents.budget): one LLM call, any backend, from request to last token (at
+# least this; three times the call's estimate at this machine's measured speed for its model
+# when that is longer; and past it, a call is stopped only once it has stalled); and one run
+# of the agents, from the human handing them the floor until it comes back (under the Celery
+# soft limit, so the run ends with its own message, not the worker's). Either, when hit,
+# stops the call, keeps what was written and gives the human the floor. 0: no limit.
 PLANAGENTS_LLM_CALL_TIME_LIMIT = env_int("PLANAGENTS_LLM_CALL_TIME_LIMIT", 600, minimum=0)
 PLANAGENTS_SESSION_TIME_LIMIT = env_int(
     "PLANAGENTS_SESSION_TIME_LIMIT", max(CELERY_TASK_SOFT_TIME_LIMIT - 60, 1), minimum=0

@@ -139,10 +139,9 @@ PROFILES: list[Profile] = [
         weights=QWEN_CODER_15B,
         note=(
             "Runs on this machine's CPU with no key; 1.1 GB of weights. On 12 real issues "
-            "(swe-dev, a quiet 2-core machine) a planning session took 3.5 minutes at the median; "
-            "its plans named the file the fix changes in 11 of 12, and its own steps cited "
-            "path:line in 82 % of them, against 9 of 12 and 20 % for the 0.5B model "
-            "(bench/RESULTS-grounding.md). Tokens per second: not measured."
+            "(swe-dev) its plans named the file the fix changes in 11 of 12, and its own steps "
+            "cited path:line in 82 % of them, against 9 of 12 and 20 % for the 0.5B model "
+            "(bench/RESULTS-grounding.md)."
         ),
     ),
     Profile(
@@ -153,10 +152,9 @@ PROFILES: list[Profile] = [
         *_local(QWEN_CODER_05B),
         weights=QWEN_CODER_05B,
         note=(
-            "Faster, weaker plans. About 20 tokens/s on 2 cores (bench/RESULTS-llm.md); on the "
-            "same 12 issues a session took 2 minutes at the median against 3.5 for the 1.5B "
-            "model, and its plans named the file the fix changes in 9 of 12, its own steps "
-            "citing path:line in 20 % of them (bench/RESULTS-grounding.md)."
+            "Faster, weaker plans: on the same 12 issues its plans named the file the fix "
+            "changes in 9 of 12, its own steps citing path:line in 20 % of them "
+            "(bench/RESULTS-grounding.md)."
         ),
     ),
     Profile(

@@ -128,5 +128,6 @@ def test_the_local_models_figures_name_the_benchmark_they_were_measured_in():
         assert sources, name
         for source in sources:
             assert (ROOT / source).is_file(), source
-    # No speed was measured for the 1.5B model: the page says so rather than guess one.
-    assert "Tokens per second: not measured." in providers.get_profile_info("local-1.5b").note
+        # Speed and time are this machine's own (the Models page's measured column), never a
+        # benchmark's promise.
+        assert not re.search(r"minute|tokens/s|tokens per second", note, re.I), name
