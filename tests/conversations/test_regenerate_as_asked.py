@@ -108,7 +108,13 @@ def test_a_vietnamese_instruction_is_found_in_an_english_reply(plan):
 
 @pytest.mark.parametrize(
     "instruction",
-    ["split it", "make it shorter", "remove the restart risk", "bỏ rủi ro về khởi động lại"],
+    [
+        "split it",
+        "make it shorter",
+        "remove the restart risk",
+        "bỏ rủi ro về khởi động lại",
+        "bo rui ro ve khoi dong lai",  # typed without diacritics
+    ],
 )
 def test_an_instruction_about_form_or_removal_is_not_judged_by_its_words(instruction):
     assert asked_for(instruction, "Risks") == set()
@@ -117,3 +123,5 @@ def test_an_instruction_about_form_or_removal_is_not_judged_by_its_words(instruc
 def test_words_are_compared_by_stem_and_without_diacritics():
     assert asked_for("mention locked accounts", "Risks") == {"lock", "account"}
     assert asked_for("nêu rủi ro về bộ nhớ đệm", "Risks") >= {"cach"}  # "bộ" is not "bỏ"
+    typed_plain = "them rui ro khi nhieu nguoi dung chung mot dia chi IP"
+    assert asked_for(typed_plain, "Risks") == asked_for(VI, "Risks")
