@@ -617,18 +617,12 @@ def _salvage_cut(exc: BaseException, raw: str, schema: type[BaseModel], whose: s
     items, as `salvage` keeps those of a reply cut at its token limit."""
     saved = salvage(raw, schema) if raw.strip() else None
     if saved is None:
-        _tag(exc, cut={})
-        _tag(
-            exc,
-            kept=f"Nothing of {whose} was finished enough to keep; Continue writes it from the start.",
-        )
+        kept = f"Nothing of {whose} was finished enough to keep; Continue writes it from the start."
+        _tag(exc, cut={}, kept=kept)
         return
     value, lost = saved
-    _tag(exc, cut={"json": value.model_dump(), "lost": lost})
-    _tag(
-        exc,
-        kept=f"Kept: the finished part of {whose} ({_items(value)}); Continue takes it as written and goes on.",
-    )
+    kept = f"Kept: the finished part of {whose} ({_items(value)}); Continue takes it as written"
+    _tag(exc, cut={"json": value.model_dump(), "lost": lost}, kept=f"{kept} and goes on.")
 
 
 def _items(value: BaseModel) -> str:
