@@ -18,13 +18,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models.signals import pre_save
+from django.db import transaction
+from django.db.models.signals import post_save, pre_save
 from django.dispatch import receiver
 from django.utils import timezone
 
 from agents.citations import extract_citations
 from agents.plan import check_file, code_span, codebase_paths, unique_files
-from conversations.models import Plan, PlanningSession
+from conversations.models import Message, Plan, PlanningSession
+from conversations.store import add_message
 from rag import versions
 from rag.chunking import split_lines
 from rag.models import Codebase, CodebaseVersion, CodeFile
@@ -430,7 +432,11 @@ def session_code(session: PlanningSession) -> SessionCode:
     later = versions.indexed_since(codebase, session.created_at)
     if not later:
         return report
-    messages = list(session.messages.order_by("seq").values_list("seq", "created_at", "citations"))
+    messages = list(
+        session.messages.exclude(node=NOTICE_NODE)
+        .order_by("seq")
+        .values_list("seq", "created_at", "citations")
+    )
     plans = list(session.plans.order_by("version"))
     going = session.status in (
         PlanningSession.Status.RUNNING,
@@ -454,6 +460,73 @@ def session_code(session: PlanningSession) -> SessionCode:
     if plans and report.changed:
         report.plan = check(plans[-1])
     return report
+
+
+NOTICE_NODE = "code_version"
+"""The node of the system message telling an open session that the code changed under it."""
+NOTICE_FILES = 10
+
+
+@receiver(post_save, sender=CodebaseVersion)
+def notice_new_version(
+    sender: Any, instance: CodebaseVersion, created: bool = False, raw: bool = False, **kwargs: Any
+) -> None:
+    """A version that changed files, indexed while sessions on its codebase are still going:
+    once it is committed, each of them is told in the conversation, live."""
+    if raw or not created or not instance.compared or not instance.touched_count:
+        return
+    version_id = instance.pk
+    transaction.on_commit(lambda: tell_open_sessions(version_id))
+
+
+def tell_open_sessions(version_id: int) -> list[int]:
+    """Add the notice of version `version_id` to every session on its codebase started before
+    it and still going (running or waiting for the human); their ids."""
+    version = CodebaseVersion.objects.filter(pk=version_id).first()
+    if version is None:
+        return []
+    going = PlanningSession.objects.filter(
+        codebase_id=version.codebase_id,
+        created_at__lt=version.indexed_at,
+        status__in=(PlanningSession.Status.RUNNING, PlanningSession.Status.AWAITING_HUMAN),
+    )
+    already = set(
+        Message.objects.filter(
+            session__codebase_id=version.codebase_id,
+            node=NOTICE_NODE,
+            data__version=version.number,
+        ).values_list("session_id", flat=True)
+    )
+    told = []
+    for session_id in going.exclude(pk__in=already).values_list("pk", flat=True):
+        add_message(
+            session_id,
+            role=Message.Role.SYSTEM,
+            node=NOTICE_NODE,
+            content=notice_text(version),
+            data={"version": version.number},
+        )
+        told.append(session_id)
+    return told
+
+
+def notice_text(version: CodebaseVersion) -> str:
+    uploaded = (
+        f"uploaded {timezone.localtime(version.uploaded_at):%Y-%m-%d %H:%M}, "
+        if version.uploaded_at
+        else ""
+    )
+    indexed = f"{timezone.localtime(version.indexed_at):%Y-%m-%d %H:%M}"
+    paths = [*version.changed, *version.added, *version.removed][:NOTICE_FILES]
+    more = version.touched_count - len(paths)
+    listed = ", ".join(code_span(p) for p in paths) + (f" and {more} more" if more > 0 else "")
+    count = version.touched_count
+    return (
+        f"**The code changed under this session:** version {version.number} of the codebase "
+        f"({uploaded}indexed {indexed}) changed {count} file{'' if count == 1 else 's'} "
+        f"({version.change_summary}): {listed}. The index holds only the latest version, so "
+        "from here on the agents read the new code; earlier messages cite the code as it was."
+    )
 
 
 def _cited_paths(citations: Any) -> Iterable[str]:

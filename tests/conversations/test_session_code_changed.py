@@ -50,6 +50,7 @@ def start(user, codebase, status=PlanningSession.Status.RUNNING):
 
 def say(session, seq, text, cites=()):
     citations = [{"path": p, "start": 1, "end": 2, "exists": True} for p in cites]
+    PlanningSession.objects.filter(pk=session.pk).update(last_seq=seq)
     return Message.objects.create(
         session=session, seq=seq, role="agent", agent="A", content=text, citations=citations
     )
@@ -130,3 +131,27 @@ def test_a_version_that_changed_no_file_is_not_announced(client, user, shop, mon
     assert [v.version.number for v in report.later] == [2]
     assert report.changed == []
     assert "The code changed" not in page(client, user, session)
+
+
+def test_an_open_session_is_told_in_the_conversation_when_a_new_version_is_indexed(
+    client, user, shop, monkeypatch, django_capture_on_commit_callbacks
+):
+    going = start(user, shop, status=PlanningSession.Status.AWAITING_HUMAN)
+    ended = start(user, shop, status=PlanningSession.Status.COMPLETED)
+    say(going, 1, "Add tax.")
+    with django_capture_on_commit_callbacks(execute=True):
+        new_version(shop, V2, monkeypatch)
+    (notice,) = going.messages.filter(node=stale.NOTICE_NODE)
+    assert notice.role == "system" and notice.seq == 2
+    assert notice.content.startswith(
+        "**The code changed under this session:** version 2 of the codebase (uploaded "
+    )
+    assert (
+        "changed 3 files (1 added, 1 removed, 1 modified): `app/billing.py`, `app/tax.py`, "
+        "`app/orders.py`. The index holds only the latest version, so from here on the agents "
+        "read the new code; earlier messages cite the code as it was."
+    ) in notice.content
+    assert not ended.messages.filter(node=stale.NOTICE_NODE).exists()
+    # Told once: the notice is no message of the agents' (the banner does not count it).
+    assert stale.tell_open_sessions(shop.versions.first().pk) == []
+    assert stale.session_code(going).later[0].first_seq is None
