@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from rag.models import Codebase, CodeFile, Pin, Rule
+from rag.models import Codebase, CodebaseVersion, CodeFile, Pin, Rule
 
 
 class CodeFileInline(admin.TabularInline):
@@ -15,6 +15,20 @@ class CodeFileInline(admin.TabularInline):
         return False
 
 
+class CodebaseVersionInline(admin.TabularInline):
+    model = CodebaseVersion
+    fields = (
+        "number", "kind", "uploaded_at", "indexed_at", "file_count",
+        "added_count", "removed_count", "changed_count",
+    )  # fmt: skip
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
 @admin.register(Codebase)
 class CodebaseAdmin(admin.ModelAdmin):
     list_display = ("name", "owner", "status", "file_count", "chunk_count", "created_at")
@@ -23,9 +37,10 @@ class CodebaseAdmin(admin.ModelAdmin):
     readonly_fields = (
         "source_format", "upload_path", "status", "error", "progress", "progress_stage",
         "file_count", "chunk_count", "total_bytes", "languages", "content_hash",
-        "upload_sha256", "warnings", "embedding_model", "created_at", "updated_at",
+        "upload_sha256", "uploaded_at", "warnings", "embedding_model", "created_at",
+        "updated_at",
     )  # fmt: skip
-    inlines = [CodeFileInline]
+    inlines = [CodebaseVersionInline, CodeFileInline]
 
 
 @admin.register(CodeFile)

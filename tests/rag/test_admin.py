@@ -23,3 +23,11 @@ def test_staff_cannot_edit_what_indexing_computed(client, indexed):
     code_file = indexed.files.get(path="todo/api.py")
     page = client.get(f"/admin/rag/codefile/{code_file.pk}/change/").content.decode()
     assert 'name="withheld_reason"' not in page
+
+
+def test_staff_see_a_codebases_versions(client, indexed):
+    admin = get_user_model().objects.create_superuser("root", password="root-pass-123")
+    client.force_login(admin)
+    page = client.get(f"/admin/rag/codebase/{indexed.pk}/change/").content.decode()
+    assert "Codebase versions" in page
+    assert "First upload" in page
