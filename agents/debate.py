@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import F
 from django.db.models.functions import Coalesce
 
-from agents import rules
+from agents import rules, trace
 from agents.decision_log import decision_log
 from agents.investigation.evidence import Evidence, evidence_context
 from agents.investigation.session import NODE as INVESTIGATION_NODE
@@ -186,14 +186,15 @@ def _decide_signal(session: PlanningSession, profile: str, letter: str, message:
     cost = estimate_cost(profile, usage.prompt_tokens, usage.completion_tokens)
     Message.objects.filter(pk=message.pk).update(
         signal=decision.signal,
-        prompt_tokens=F("prompt_tokens") + usage.prompt_tokens,
-        completion_tokens=F("completion_tokens") + usage.completion_tokens,
         cost_usd=Coalesce(F("cost_usd"), 0.0) + cost if cost is not None else F("cost_usd"),
     )
     message.signal = decision.signal
     from planagents.streaming import publish
 
     message.refresh_from_db()
+    # The decision's call is the message's too: its tokens and time, from the trace.
+    if trace.settle(message, usage):
+        message.save(update_fields=["prompt_tokens", "completion_tokens", "latency_ms"])
     publish(session.pk, {"type": "message.end", "message": message_payload(message)})
     return decision.signal
 

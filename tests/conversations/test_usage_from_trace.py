@@ -71,3 +71,21 @@ async def test_the_evidence_plan_shows_the_time_and_tokens_of_the_call_that_wrot
     )  # fmt: skip
     assert plan.prompt_tokens == 3 * 256
     await client.close()
+
+
+async def test_a_debate_turns_figures_include_the_call_that_decided_its_signal(start, user):
+    FakeProvider.script("fake", NO_LOOKUPS, "A1: count the failures per user.", HANDOVER)
+    session = await start(mode="debate")
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human")
+
+    turn = await database_sync_to_async(lambda: session.messages.get(role="agent", node=""))()
+    calls = await database_sync_to_async(calls_of)(turn)
+    assert sorted(c.schema for c in calls) == ["", "TurnSignal"]  # the reply, its signal
+    assert (turn.prompt_tokens, turn.completion_tokens, turn.latency_ms) == (
+        sum(c.prompt_tokens for c in calls),
+        sum(c.completion_tokens for c in calls),
+        sum(c.duration_ms for c in calls),
+    )
+    await client.close()
