@@ -18,7 +18,7 @@ MIN_PROSE_WORDS = 12
 """Replies with fewer words of prose than this ("OK.", a code block) are not judged."""
 MAX_CHARS = 20_000
 
-_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
+_FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
 _WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -28,8 +28,22 @@ def detect_language(text: str) -> str:
 
 
 def prose(text: str) -> str:
-    """`text` without its fenced code blocks (code is no language of the reply)."""
-    return _FENCED.sub(" ", text[:MAX_CHARS])
+    """`text` without its fenced code blocks (code is no language of the reply); one pass
+    over its lines, so linear whatever the model wrote. An unclosed fence runs to the end."""
+    kept: list[str] = []
+    fence = ""
+    for line in text[:MAX_CHARS].split("\n"):
+        opener = _FENCE.match(line)
+        if fence:
+            closes = opener and opener[1][0] == fence[0] and len(opener[1]) >= len(fence)
+            if closes and not line.strip().lstrip(fence[0]):
+                fence = ""
+            continue
+        if opener:
+            fence = opener[1]
+            continue
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def off_language(reply: str, language: str) -> bool:

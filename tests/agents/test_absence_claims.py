@@ -69,3 +69,10 @@ def test_code_and_short_replies_are_not_judged():
     code = "```python\n" + "def expire(self, now):\n    return [t for t in self.tokens]\n" * 5
     assert not off_language(VI + "\n\n" + code + "```", "vi")
     assert not off_language("OK, fine by me.", "vi")
+
+
+def test_prose_leaves_out_fenced_code_closed_or_not_in_one_pass():
+    from agents.language import prose
+
+    text = "a\n```python\ncode\n```\nb\n~~~\nx\n~~~~\nc\n````\n```\nstill code\n````\nd\n```\nopen"
+    assert prose(text) == "a\nb\nc\nd"
