@@ -38,7 +38,8 @@ from agents.providers.base import (
 from agents.providers.remote import scrub_stream
 from agents.runtime import beat
 from conversations.models import PlanningSession
-from conversations.progress import approx_tokens
+from conversations.progress import approx_tokens, call_progress
+from planagents.streaming import publish
 
 log = logging.getLogger(__name__)
 
@@ -127,14 +128,17 @@ def call(
         )
         if traces is not None:
             traces.append(record)
+        size = approx_tokens([m.content for m in prompt])
         clock = CallClock(
             session_id,
             provider.profile,
             options.should_stop,
             usage=options.usage,
-            prompt_tokens=approx_tokens([m.content for m in prompt]),
+            prompt_tokens=size,
             reply_tokens=options.max_tokens,
         )
+        if message_id is None:  # no message shows this call: the status line does
+            publish(session_id, call_progress(provider.profile, record.purpose, size))
         own_stop, options.should_stop = options.should_stop, clock.should_stop
         output: list[str] = []
         outcome, note = trace.Outcome.ERROR, ""
@@ -187,6 +191,8 @@ def call(
             if outcome != trace.Outcome.OK and callable(close):
                 close()  # a local model drops the task when its stream is closed
             record.finish(outcome, "".join(output), options.usage, note)
+            if message_id is None:
+                publish(session_id, call_progress(provider.profile, record.purpose, 0, done=True))
         attempt += 1
         retry_in = retry_in or 0.0
         log.info("retrying in %.1fs (attempt %d): %s", retry_in, attempt, note)

@@ -153,6 +153,47 @@ def speed_estimate(
     }
 
 
+def call_progress(
+    profile: str, purpose: str, prompt_tokens: int, *, done: bool = False
+) -> dict[str, Any]:
+    """A "progress" event for a call outside any message (an evidence plan, a check, a
+    signal: `seq` None), so the page's status line says what the agents wait for and how long
+    it should take, at this machine's current speed for the profile; `done` when it ended."""
+    if done:
+        return {"type": "progress", "seq": None, "phase": "done", "purpose": purpose}
+    from agents.models import LLMCall
+    from agents.trace import speed
+
+    replies = list(
+        LLMCall.objects.filter(profile=profile, purpose=purpose, completion_tokens__gt=0)
+        .order_by("-pk")
+        .values_list("completion_tokens", flat=True)[:ESTIMATE_SAMPLE]
+    )
+    measured = speed(profile)
+    reply_tokens = int(median(replies)) if replies else 0
+    seconds = measured.seconds(prompt_tokens, reply_tokens) if replies else None
+    return {
+        "type": "progress",
+        "seq": None,
+        "purpose": purpose,
+        "profile": profile,
+        "phase": "reading",
+        "prompt_tokens": prompt_tokens,
+        "elapsed_s": 0.0,
+        "estimate": (
+            {
+                "seconds": round(seconds, 1),
+                "basis": "speed",
+                "read_per_s": round(measured.read or 0, 1),
+                "write_per_s": round(measured.write or 0, 1),
+                "reply_tokens": reply_tokens,
+            }
+            if seconds is not None
+            else None
+        ),
+    }
+
+
 def approx_tokens(texts: list[str]) -> int:
     """About how many tokens a prompt is (4 characters a token: the page says "about")."""
     return sum(len(t) for t in texts) // 4

@@ -208,6 +208,8 @@
   // Stop or Stop reply acknowledged by the server ("stopping" event): said until the state
   // shows the agents stopped.
   let stopping = "";
+  // A call outside any message (an evidence plan, a check, a signal): said on the status line.
+  let outside = null;
   function stoppingText(what) {
     return what === "session" ? "stopping the session (a summary follows)" : "stopping the reply";
   }
@@ -256,7 +258,9 @@
         const writer = node ? node.querySelector(".who").textContent : "";
         what = (writer ? writer + ": " : "") + progressText(p);
       } else {
-        what = stopping ? stoppingText(stopping) : "waiting for the model";
+        what = stopping ? stoppingText(stopping)
+          : outside ? "waiting for the model: " + progressText(outside)
+          : "waiting for the model";
       }
     }
     $("running-label").textContent = [where, what].filter(Boolean).join(" — ") || "Agents are working…";
@@ -473,6 +477,11 @@
   }
 
   function onProgress(ev) {
+    if (ev.seq === null || ev.seq === undefined) {
+      outside = ev.phase === "done" ? null : Object.assign({}, ev, { startedAt: Date.now() - (ev.elapsed_s || 0) * 1000 });
+      paintStatusLine();
+      return;
+    }
     if (ev.phase === "redo") redoReason.set(ev.seq, ev.reason);
     setProgress(ev.seq, ev);
   }
@@ -627,7 +636,7 @@
     if ($("workflow-panel")) show("workflow-panel", !answered);
     if (answered && $("task-analysis")) show("task-analysis", false);
     if (s.progress) setProgress(s.progress.seq, s.progress);
-    if (s.status !== "running") { progress.clear(); stopping = ""; }
+    if (s.status !== "running") { progress.clear(); stopping = ""; outside = null; }
     paintStatusLine();
     const v = $("validation");
     v.textContent = "";

@@ -284,3 +284,21 @@ def test_the_first_turn_of_a_step_has_an_estimate_at_the_machines_measured_speed
     # Another model's history says nothing about this one.
     other = _turn(session, 2, "propose_changes", "local", 0, Message.State.STREAMING)
     assert turn_progress(session, other, phase="reading", prompt_tokens=1961)["estimate"] is None
+
+
+def test_a_call_outside_any_message_is_estimated_at_the_machines_measured_speed(user, codebase):
+    from agents.models import LLMCall
+    from conversations.progress import call_progress
+
+    session = _session(user, codebase)
+    assert call_progress("local-1.5b", "EvidencePlan", 1961)["estimate"] is None
+    _measured(session, "local-1.5b", read_per_s=68, write_per_s=27)
+    # Evidence plans were 120 tokens long here.
+    LLMCall.objects.filter(session=session).update(purpose="EvidencePlan")
+    _measured(session, "local-1.5b", read_per_s=68, write_per_s=27, reply_tokens=121, calls=1)
+    LLMCall.objects.filter(session=session, completion_tokens=121).update(purpose="EvidencePlan")
+    event = call_progress("local-1.5b", "EvidencePlan", 1961)
+    assert event["seq"] is None and event["phase"] == "reading" and event["prompt_tokens"] == 1961
+    reply = 401  # the median of the four plans: three of 401 tokens, one of 121
+    assert event["estimate"]["seconds"] == pytest.approx(1961 / 68 + reply / 27, rel=0.02)
+    assert call_progress("local-1.5b", "EvidencePlan", 0, done=True)["phase"] == "done"

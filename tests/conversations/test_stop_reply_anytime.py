@@ -55,3 +55,17 @@ async def test_stop_reply_during_the_evidence_plan_hands_over_without_looking_up
     fresh = await database_sync_to_async(PlanningSession.objects.get)(pk=session.pk)
     assert not fresh.cancel_requested
     await client.close()
+
+
+async def test_a_call_outside_any_message_tells_the_page_what_it_reads(watched):
+    """Agent A's evidence plan is written before its message exists: the page still hears
+    that the model reads a prompt, and how big, and when the call ended."""
+    FakeProvider.script("fake", NO_LOOKUPS)
+    session, client = await watched(mode="debate")
+    await client.until_state("awaiting_human")
+    outside = [e for e in client.of_type("progress") if e["seq"] is None]
+    plan = [e for e in outside if e["purpose"].startswith("EvidencePlan")]
+    assert [e["phase"] for e in plan] == ["reading", "done"]
+    assert plan[0]["prompt_tokens"] > 0 and plan[0]["profile"] == "fake"
+    assert plan[0]["estimate"] is None  # no speed measured for the scripted model
+    await client.close()
