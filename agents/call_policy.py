@@ -154,6 +154,9 @@ def call(
             try:
                 first = next(pieces)
                 record.piece_came()
+                if message_id is None:
+                    writing = call_progress(provider.profile, record.purpose, 0, phase="writing")
+                    publish(session_id, writing)
             except StopIteration:
                 outcome = trace.Outcome.OK
                 return
@@ -192,7 +195,9 @@ def call(
                 close()  # a local model drops the task when its stream is closed
             record.finish(outcome, "".join(output), options.usage, note)
             if message_id is None:
-                publish(session_id, call_progress(provider.profile, record.purpose, 0, done=True))
+                publish(
+                    session_id, call_progress(provider.profile, record.purpose, 0, phase="done")
+                )
         attempt += 1
         retry_in = retry_in or 0.0
         log.info("retrying in %.1fs (attempt %d): %s", retry_in, attempt, note)

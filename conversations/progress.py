@@ -154,13 +154,14 @@ def speed_estimate(
 
 
 def call_progress(
-    profile: str, purpose: str, prompt_tokens: int, *, done: bool = False
+    profile: str, purpose: str, prompt_tokens: int, *, phase: str = "reading"
 ) -> dict[str, Any]:
     """A "progress" event for a call outside any message (an evidence plan, a check, a
     signal: `seq` None), so the page's status line says what the agents wait for and how long
-    it should take, at this machine's current speed for the profile; `done` when it ended."""
-    if done:
-        return {"type": "progress", "seq": None, "phase": "done", "purpose": purpose}
+    it should take, at this machine's current speed for the profile. Then "writing" when its
+    first piece came, and "done" when it ended."""
+    if phase != "reading":
+        return {"type": "progress", "seq": None, "phase": phase, "purpose": purpose}
     from agents.models import LLMCall
     from agents.trace import speed
 

@@ -478,7 +478,9 @@
 
   function onProgress(ev) {
     if (ev.seq === null || ev.seq === undefined) {
-      outside = ev.phase === "done" ? null : Object.assign({}, ev, { startedAt: Date.now() - (ev.elapsed_s || 0) * 1000 });
+      if (ev.phase === "done") outside = null;
+      else if (ev.phase === "reading") outside = Object.assign({}, ev, { startedAt: Date.now() - (ev.elapsed_s || 0) * 1000 });
+      else if (outside) outside.phase = ev.phase; // its first piece came: writing, same clock
       paintStatusLine();
       return;
     }

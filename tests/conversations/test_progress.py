@@ -301,4 +301,4 @@ def test_a_call_outside_any_message_is_estimated_at_the_machines_measured_speed(
     assert event["seq"] is None and event["phase"] == "reading" and event["prompt_tokens"] == 1961
     reply = 401  # the median of the four plans: three of 401 tokens, one of 121
     assert event["estimate"]["seconds"] == pytest.approx(1961 / 68 + reply / 27, rel=0.02)
-    assert call_progress("local-1.5b", "EvidencePlan", 0, done=True)["phase"] == "done"
+    assert call_progress("local-1.5b", "EvidencePlan", 0, phase="done")["phase"] == "done"

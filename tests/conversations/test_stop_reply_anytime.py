@@ -65,7 +65,7 @@ async def test_a_call_outside_any_message_tells_the_page_what_it_reads(watched):
     await client.until_state("awaiting_human")
     outside = [e for e in client.of_type("progress") if e["seq"] is None]
     plan = [e for e in outside if e["purpose"].startswith("EvidencePlan")]
-    assert [e["phase"] for e in plan] == ["reading", "done"]
+    assert [e["phase"] for e in plan] == ["reading", "writing", "done"]
     assert plan[0]["prompt_tokens"] > 0 and plan[0]["profile"] == "fake"
     assert plan[0]["estimate"] is None  # no speed measured for the scripted model
     await client.close()
