@@ -8,6 +8,10 @@ human's messages and the indexed code, and withheld files (rag.secrets) never re
 or a prompt; a configured API key that an uploaded file still holds is scrubbed from the
 stored prompt, as it is from the output (the stream the page was shown). Each call is bounded to PLANAGENTS_TRACE_MAX_CHARS characters (200,000 by
 default): the middle of the longest parts is cut, and the record says it was.
+
+The trace is also the one source of the figures shown about calls: a message's tokens and time
+are its calls' (`settle`), and this machine's speed for a profile (`speed`, `history`) is read
+off its latest calls, for the turn estimates, the call time limits and the Models page.
 """
 
 from __future__ import annotations
