@@ -112,13 +112,14 @@ def main() -> None:
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport=WIDE)  # type: ignore[arg-type]
+            context = browser.new_context(viewport=WIDE)  # type: ignore[arg-type]
+            page = context.new_page()
             page.goto(url + "/accounts/login/")
             page.fill("input[name=username]", USERNAME)
             page.fill("input[name=password]", PASSWORD)
             page.click("button[type=submit]")
             upload(page, url, args.pack, name)
-            expect(page.locator(".tree")).to_be_visible(timeout=HOUR_MS)
+            expect(page.locator("#codebase-status")).to_have_text("Ready", timeout=HOUR_MS)
             mark("codebase ready")
             codebase_url = page.url
             page.goto(url + "/sessions/new/")
@@ -129,7 +130,7 @@ def main() -> None:
             session_url = page.url
             mark("session started")
             if args.second:
-                other = browser.new_page(viewport=WIDE)  # type: ignore[arg-type]
+                other = context.new_page()  # the same login
                 upload(other, url, args.second, args.second.stem)
                 mark("second upload sent (its indexing runs beside the session)")
             approve = page.locator("#checkpoint button[data-action=approve]")
@@ -138,12 +139,8 @@ def main() -> None:
             page.screenshot(path=str(out / "checkpoint-1366.png"), full_page=False)
             approve.click()
             badge = page.locator("#status-badge")
-            expect(badge).not_to_have_text("Running", timeout=HOUR_MS)
-            page.wait_for_function(
-                "() => !['Running', 'Queued'].includes("
-                "document.querySelector('#status-badge').textContent.trim())",
-                timeout=HOUR_MS,
-            )
+            expect(badge).to_have_text("Agents are working", timeout=60_000)
+            expect(badge).not_to_have_text("Agents are working", timeout=HOUR_MS)
             facts["status"] = badge.inner_text().strip()
             mark(f"session ended: {facts['status']}")
             page.reload()

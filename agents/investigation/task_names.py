@@ -27,6 +27,7 @@ from pathlib import PurePosixPath
 from rag import verbatim
 from rag.navigation import Navigator, SymbolHit
 from rag.paths import FileSet
+from rag.verbatim import TextHit
 
 MAX_TASK = 20_000
 MAX_PATHS = 8
@@ -98,6 +99,11 @@ class Named:
     @property
     def reason(self) -> str:
         """Why the file belongs in a plan, in one line."""
+        if self.kind == "line" and not verbatim.statement(self.written):
+            return (
+                f"The task names `{self.written}`, which the code does not define; it is "
+                f"written at line {self.line} of `{self.path}`"
+            )
         if self.kind == "line":
             return f"The task quotes line {self.line} of `{self.path}`: `{self.written}`"
         if self.kind == "path":
@@ -225,18 +231,34 @@ def _lines(
         result = navigator.find_text(written)
         if not result.searched:
             continue
-        own = [h for h in result.hits if not _aside(h.path, roles.get(h.path, ""))]
-        if not own:
-            note = "only in examples, docs or vendored files" if result.hits else result.message
-            yield Named(written, "line", note=note)
-            continue
-        hit = own[0]
-        argument = written if len(written) <= MAX_ARGUMENT else ""
-        yield Named(
-            written, "line", hit.path, hit.line, hit.line, note=result.message,
-            tool="search" if argument else "read_file",
-            argument=argument or f"{hit.path}:{max(1, hit.line - 5)}-{hit.line + 15}",
+        yield _placed(written, result.hits, result.message, roles)
+
+
+def _placed(written: str, hits: list[TextHit], message: str, roles: dict[str, str]) -> Named:
+    """Where text the task quotes says the change goes: the one file of the project's own
+    source (else of its tests) that holds it. Text held by several such files (`import os`,
+    `import requests` from a reproduction snippet) says nothing about where, so it pins no
+    file; text found only in examples, docs or vendored files pins none either."""
+    own = [h for h in hits if not _aside(h.path, roles.get(h.path, ""))]
+    if not own:
+        return Named(written, "line", note="only in examples, docs or vendored files" if hits
+                     else message)  # fmt: skip
+    source = [h for h in own if roles.get(h.path, "") != "test"]
+    files = list(dict.fromkeys(h.path for h in source or own))
+    if len(files) > 1:
+        shown = ", ".join(f"`{f}`" for f in files[:3])
+        more = f" and {len(files) - 3} more" if len(files) > 3 else ""
+        return Named(
+            written, "line",
+            note=f"in {len(files)} files ({shown}{more}), so it does not say which to change",
         )  # fmt: skip
+    hit = (source or own)[0]
+    argument = written if len(written) <= MAX_ARGUMENT else ""
+    return Named(
+        written, "line", hit.path, hit.line, hit.line, note=message,
+        tool="search" if argument else "read_file",
+        argument=argument or f"{hit.path}:{max(1, hit.line - 5)}-{hit.line + 15}",
+    )  # fmt: skip
 
 
 # Paths ------------------------------------------------------------------------------------
@@ -367,6 +389,14 @@ def _resolve_name(
     result = navigator.find_symbol(name)
     own = [h for h in result.hits if not _aside(h.path, h.role)]
     if not result.found:
+        if as_code and _NAME.fullmatch(name) and "." not in name:
+            # Not defined here, but maybe written here: `REQUESTS_CA_BUNDLE`, a setting's key
+            # or an error's text the task quotes. Its one place in the source is where to look.
+            text = navigator.find_text(name)
+            if text.searched and text.hits:
+                placed = _placed(name, text.hits, text.message, navigator.roles())
+                if placed.found:
+                    return placed
         return Named(name, "name", note=result.message)
     if not own:
         return Named(name, "name", note="defined only in examples, docs or vendored files")

@@ -126,3 +126,74 @@ def test_a_name_the_tasks_own_snippet_assigns_is_its_local_not_the_modules(world
     items = {n.written: n for n in named_in_task(task, paths, nav) if n.kind == "name"}
     assert not items["text_type"].found
     assert items["text_type"].note == "a name the task's own snippet assigns"
+
+
+# A walk on requests 2.32.3 with issue #3829 put `src/requests/auth.py` in the plan's Files
+# because the issue's reproduction snippet has `import os`, and missed the one source line that
+# reads `REQUESTS_CA_BUNDLE`. Text that many files hold says nothing about where; text the
+# code does not define but writes in one source file says exactly where.
+LIBRARY = {
+    "lib/__init__.py": "",
+    "lib/sessions.py": (
+        "import os\n"
+        "\n"
+        "\n"
+        "class Session:\n"
+        "    def merge_environment_settings(self, verify):\n"
+        "        if verify is True or verify is None:\n"
+        "            verify = os.environ.get('LIB_CA_BUNDLE') or verify\n"
+        "        return verify\n"
+    ),
+    "lib/auth.py": "import os\n\n\ndef token():\n    return os.environ.get('LIB_TOKEN')\n",
+    "lib/hooks.py": "HOOKS = ['response']\nlog('LIB_DEBUG')\n",
+    "lib/adapters.py": "log('LIB_DEBUG')\n",
+    "tests/test_sessions.py": "import os\n\nos.environ['LIB_CA_BUNDLE'] = '/x'\n",
+}
+
+
+@pytest.fixture
+def library(tmp_path):
+    profile.write(tmp_path, profile.analyze(profile.sources(LIBRARY)))
+    return FileSet(LIBRARY), Navigator(tmp_path, texts=lambda needles: LIBRARY.items())
+
+
+def test_a_line_many_source_files_hold_pins_no_file_and_says_why(library):
+    paths, nav = library
+    task = "```python\nimport os\nimport lib\ns = lib.Session()\n```\nverify=False is ignored."
+    items = named_in_task(task, paths, nav)
+    assert named_files(task, paths, nav) == []
+    line = next(n for n in items if n.written == "import os")
+    assert not line.found
+    assert (
+        line.note
+        == "in 2 files (`lib/sessions.py`, `lib/auth.py`), so it does not say which to change"
+    )
+
+
+def test_a_line_in_one_source_file_and_its_tests_pins_the_source_file(library):
+    paths, nav = library
+    task = "This line ignores the session: `verify = os.environ.get('LIB_CA_BUNDLE') or verify`"
+    assert found(named_in_task(task, paths, nav)) == [
+        ("line", "verify = os.environ.get('LIB_CA_BUNDLE') or verify", "lib/sessions.py", 7)
+    ]
+
+
+def test_a_backticked_word_the_code_writes_but_does_not_define_is_found_where_written(library):
+    paths, nav = library
+    task = "Session.verify=False is ignored when the `LIB_CA_BUNDLE` environment variable is set."
+    item = next(n for n in named_in_task(task, paths, nav) if n.written == "LIB_CA_BUNDLE")
+    # In lib/sessions.py and in a test: the source file is where the change goes.
+    assert (item.path, item.line, item.tool) == ("lib/sessions.py", 7, "search")
+    assert item.reason == (
+        "The task names `LIB_CA_BUNDLE`, which the code does not define; it is written at "
+        "line 7 of `lib/sessions.py`"
+    )
+    assert named_files(task, paths, nav) == [("lib/sessions.py", item.reason)]
+
+
+def test_a_backticked_word_written_in_several_source_files_pins_none(library):
+    paths, nav = library
+    task = "Setting `LIB_DEBUG` logs nothing."
+    item = next(n for n in named_in_task(task, paths, nav) if n.written == "LIB_DEBUG")
+    assert not item.found
+    assert named_files(task, paths, nav) == []
