@@ -231,14 +231,17 @@ def _lines(
         result = navigator.find_text(written)
         if not result.searched:
             continue
-        yield _placed(written, result.hits, result.message, roles)
+        yield _placed(written, result.hits, result.message, roles, navigator)
 
 
-def _placed(written: str, hits: list[TextHit], message: str, roles: dict[str, str]) -> Named:
+def _placed(
+    written: str, hits: list[TextHit], message: str, roles: dict[str, str], navigator: Navigator
+) -> Named:
     """Where text the task quotes says the change goes: the one file of the project's own
-    source (else of its tests) that holds it. Text held by several such files (`import os`,
-    `import requests` from a reproduction snippet) says nothing about where, so it pins no
-    file; text found only in examples, docs or vendored files pins none either."""
+    source (else of its tests) that holds it, and the definition around its line, which the
+    evidence shows whole (so the plan can target it). Text held by several such files
+    (`import os`, `import requests` from a reproduction snippet) says nothing about where, so
+    it pins no file; text found only in examples, docs or vendored files pins none either."""
     own = [h for h in hits if not _aside(h.path, roles.get(h.path, ""))]
     if not own:
         return Named(written, "line", note="only in examples, docs or vendored files" if hits
@@ -253,12 +256,30 @@ def _placed(written: str, hits: list[TextHit], message: str, roles: dict[str, st
             note=f"in {len(files)} files ({shown}{more}), so it does not say which to change",
         )  # fmt: skip
     hit = (source or own)[0]
-    argument = written if len(written) <= MAX_ARGUMENT else ""
+    around = _enclosing(navigator, hit.path, hit.line)
+    if around:
+        return Named(
+            written, "line", hit.path, hit.line, hit.line, around, note=message,
+            tool="find_symbol", argument=f"{hit.path}::{around}"[:MAX_ARGUMENT],
+        )  # fmt: skip
     return Named(
         written, "line", hit.path, hit.line, hit.line, note=message,
-        tool="search" if argument else "read_file",
-        argument=argument or f"{hit.path}:{max(1, hit.line - 5)}-{hit.line + 15}",
+        tool="read_file", argument=f"{hit.path}:{max(1, hit.line - 5)}-{hit.line + 15}",
     )  # fmt: skip
+
+
+def _enclosing(navigator: Navigator, path: str, line: int) -> str:
+    """The qualified name of the innermost function or class of `path` around `line`; ""
+    at module level (or without a symbol table)."""
+    entries = [
+        e
+        for e in navigator.outline(path).entries
+        if e.start_line <= line <= e.end_line and e.kind not in _DATA_KINDS
+    ]
+    if not entries:
+        return ""
+    inner = min(entries, key=lambda e: e.end_line - e.start_line)
+    return f"{inner.container}.{inner.name}" if inner.container else inner.name
 
 
 # Paths ------------------------------------------------------------------------------------
@@ -394,7 +415,7 @@ def _resolve_name(
             # or an error's text the task quotes. Its one place in the source is where to look.
             text = navigator.find_text(name)
             if text.searched and text.hits:
-                placed = _placed(name, text.hits, text.message, navigator.roles())
+                placed = _placed(name, text.hits, text.message, navigator.roles(), navigator)
                 if placed.found:
                     return placed
         return Named(name, "name", note=result.message)

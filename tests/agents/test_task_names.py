@@ -45,7 +45,9 @@ def test_a_quoted_line_is_found_word_for_word_and_cited_at_its_line(world):
     )
     line = next(n for n in items if n.kind == "line")
     assert (line.path, line.line) == ("pkg/sessions.py", 6)
-    assert (line.tool, line.argument) == ("search", "x=str( x )")
+    # Its card shows the definition around it, so a step can target that definition.
+    assert (line.tool, line.argument) == ("find_symbol", "pkg/sessions.py::Session.request")
+    assert line.qualified_name == "Session.request"
     assert line.reason == "The task quotes line 6 of `pkg/sessions.py`: `x=str( x )`"
 
 
@@ -183,7 +185,12 @@ def test_a_backticked_word_the_code_writes_but_does_not_define_is_found_where_wr
     task = "Session.verify=False is ignored when the `LIB_CA_BUNDLE` environment variable is set."
     item = next(n for n in named_in_task(task, paths, nav) if n.written == "LIB_CA_BUNDLE")
     # In lib/sessions.py and in a test: the source file is where the change goes.
-    assert (item.path, item.line, item.tool) == ("lib/sessions.py", 7, "search")
+    assert (item.path, item.line, item.qualified_name) == (
+        "lib/sessions.py",
+        7,
+        "Session.merge_environment_settings",
+    )
+    assert item.argument == "lib/sessions.py::Session.merge_environment_settings"
     assert item.reason == (
         "The task names `LIB_CA_BUNDLE`, which the code does not define; it is written at "
         "line 7 of `lib/sessions.py`"

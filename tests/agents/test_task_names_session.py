@@ -71,9 +71,11 @@ async def test_a_quoted_line_and_a_named_file_become_evidence_cards(
 
     found = await database_sync_to_async(cards)()
     line = await database_sync_to_async(line_of)(codebase, "todo/auth.py", QUOTED)
-    quoted = found[("search", QUOTED)].data["evidence"]
-    assert quoted["found"] and quoted["location"] == f"todo/auth.py:{line}-{line}"
-    assert quoted["message"] == f"`{QUOTED}` appears word for word at todo/auth.py:{line}."
+    # The card shows the definition around the quoted line, whole, with that line in it.
+    quoted = found[("find_symbol", "todo/auth.py::TokenStore.issue")].data["evidence"]
+    start, end = (int(n) for n in quoted["location"].rsplit(":", 1)[1].split("-"))
+    assert quoted["found"] and quoted["location"].startswith("todo/auth.py:")
+    assert start < line <= end
     assert f"{line}: {' ' * 8}{QUOTED}" in quoted["text"]
     assert found[("outline", "todo/storage.py")].data["evidence"]["found"]
     # The model's own step still ran beside them.
@@ -82,7 +84,8 @@ async def test_a_quoted_line_and_a_named_file_become_evidence_cards(
         lambda: Message.objects.get(session=session, turn_key="investigate:plan:1").content
     )()
     assert (
-        f"`search` `{QUOTED}` — the task quotes line {line} _(the app's own lookup)_" in plan_text
+        f"`find_symbol` `todo/auth.py::TokenStore.issue` — the task quotes line {line} "
+        "_(the app's own lookup)_" in plan_text
     )
 
 
