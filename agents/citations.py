@@ -170,6 +170,12 @@ def cite_symbols(
             out.append(step)
             continue
         where = definitions.get(name) if isinstance(name, str) else None
+        if where is None:
+            # "none" or an unknown choice, while the step itself writes a shown definition
+            # as code (`Session.merge_environment_settings`, `to_text()`): the model copied
+            # an earlier step's words and left the choice; the words are the clearer answer.
+            name = _written_definition(step, definitions)
+            where = definitions.get(name) if name else None
         if where is not None and isinstance(name, str) and _agrees(step, name, where[0]):
             path, line = where[0], where[1]
             end = where[2] if len(where) > 2 else line
@@ -185,6 +191,20 @@ def cite_symbols(
             }
         out.append(step)
     return {**data, "steps": out}
+
+
+def _written_definition(step: dict[str, Any], definitions: Mapping[str, Definition]) -> str:
+    """The one shown definition the step's title or detail writes as code in a form that
+    names it exactly: qualified (`Class.method`) or called (`func()`); "" when none or
+    several do. A bare `Session` in passing is not read as the step's target."""
+    text = f"{step.get('title', '')} {step.get('detail', '')}"
+    written = {
+        span.removesuffix("()")
+        for span in _CODE_SPAN.findall(text)
+        if "." in span.removesuffix("()") or span.endswith("()")
+    }
+    named = [w for w in written if w in definitions]
+    return named[0] if len(named) == 1 else ""
 
 
 def _agrees(step: dict[str, Any], name: str, path: str) -> bool:

@@ -279,3 +279,29 @@ def test_every_existing_file_a_step_touches_is_in_the_files_table():
         {"path": "todo/api.py", "action": "modify", "reason": "Step 2: Refuse"},
     ]  # a file that does not exist is the path check's to judge, not this one's to add
     assert with_step_files({"steps": [], "files": []}, PATHS) == {"steps": [], "files": []}
+
+
+def test_a_step_that_writes_a_shown_definition_as_code_targets_it_when_its_choice_is_none():
+    # requests #3829 with the 1.5B model: the plan copied the proposal's step, "Modify
+    # `Session.merge_environment_settings`", and chose "none", so it showed no code and no sketch.
+    definitions = {
+        "Session": Definition("src/requests/sessions.py", 356, 816),
+        "Session.merge_environment_settings": Definition("src/requests/sessions.py", 750, 779),
+        "merge_setting": Definition("src/requests/sessions.py", 61, 88),
+    }
+    data = {"steps": [
+        {**step("[E3] Check the session's verify first."),
+         "title": "Modify `Session.merge_environment_settings`", "symbol": "none"},
+        {**step("Call `merge_setting()` with the session's value."), "symbol": "Nope"},
+        # A class named in passing, or two definitions at once, name no single target.
+        {**step("(`Session` at `src/requests/sessions.py:356`)"), "symbol": "none"},
+        {**step("`merge_setting()` and `Session.merge_environment_settings`"), "symbol": "none"},
+    ]}  # fmt: skip
+    steps = cite_symbols(data, definitions)["steps"]
+    assert steps[0]["target"] == {
+        "kind": "definition", "name": "Session.merge_environment_settings",
+        "path": "src/requests/sessions.py", "start": 750, "end": 779,
+    }  # fmt: skip
+    assert steps[1]["target"]["name"] == "merge_setting"
+    assert "target" not in steps[2]
+    assert "target" not in steps[3]
