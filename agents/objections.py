@@ -221,6 +221,12 @@ _CODE = re.compile(
 _STEP_OR_TEST = _words(r"step \d+", r"buoc \d+", r"tests?", r"testing", r"kiem thu")
 
 
+def _heading(text: str) -> bool:
+    """Whether a bullet only titles the bullets under it: `**Missing check**:`, `Issues:`."""
+    title = text.strip().rstrip("*_ ")
+    return title.endswith(":") and ":" not in title[:-1] and len(title) <= 120
+
+
 def _clip(text: str) -> str:
     return text if len(text) <= OBJECTION_CHARS else text[: OBJECTION_CHARS - 1].rstrip() + "…"
 
@@ -228,15 +234,34 @@ def _clip(text: str) -> str:
 def cut(review: str) -> list[str]:
     """The items of a review: its bullet or numbered lines when it wrote some, else its
     sentences; each once (a small model that loops repeats its list), notes the app appended
-    left out, items under three words dropped."""
+    left out, items under three words dropped. A bullet that is only a heading
+    ("**Missing check**:") is no item of its own: it leads each bullet under it, and stands
+    alone only when nothing is under it."""
     lines = [ln for ln in review.splitlines() if not _APP_NOTE.match(ln)]
     items: list[str] = []
+    heading, heading_indent, led = "", -1, False
     for line in lines:
         match = _BULLET.match(line)
         if match:
-            items.append(match[1].strip())
+            text = match[1].strip()
+            indent = len(line) - len(line.lstrip())
+            if heading and indent <= heading_indent:
+                if not led:
+                    items.append(heading)
+                heading, led = "", False
+            if _heading(text):
+                heading, heading_indent, led = text, indent, False
+                continue
+            if heading:
+                text, led = f"{heading} {text}", True
+            items.append(text)
+        elif heading and not led and line.strip() and line[:1].isspace():
+            items.append(f"{heading} {line.strip()}")  # the heading's own paragraph
+            led = True
         elif items and line.strip() and line[:1].isspace():  # a bullet's continuation
             items[-1] += " " + line.strip()
+    if heading and not led:
+        items.append(heading)
     if not items:
         text = " ".join(ln.strip() for ln in lines if ln.strip())
         items = [s.strip() for s in _SENTENCE_END.split(text)]

@@ -65,14 +65,20 @@ MINIFIED_SHARE = 0.5
 is minified, a bundle or a data blob: nobody edits it by hand."""
 
 
+def _metadata(dirs: set[str]) -> bool:
+    """Inside a package's metadata folder (`pkg.egg-info/`, `pkg-1.0.dist-info/`): written
+    by setuptools or pip, not by hand, whether this project's or a copied library's."""
+    return any(d.endswith((".dist-info", ".egg-info")) for d in dirs)
+
+
 def role_for(path: str, content: str = "") -> str:
     """What the file at `path` is for, from its path and (when given) the head of its text."""
     pure = PurePosixPath(path.lower())
     dirs = set(pure.parts[:-1])
     name, suffix = pure.name, pure.suffix
-    if dirs & _VENDORED_DIRS or any(d.endswith((".dist-info", ".egg-info")) for d in dirs):
+    if dirs & _VENDORED_DIRS:
         return "vendored"
-    if dirs & _GENERATED_DIRS or _GENERATED_NAMES.search(name):
+    if dirs & _GENERATED_DIRS or _GENERATED_NAMES.search(name) or _metadata(dirs):
         return "generated"
     if suffix in _SCRIPT_SUFFIXES and (
         _VERSIONED_LIBRARY.search(name) or (content and bundled_library(content))
@@ -115,8 +121,6 @@ def reason_for(
         folder = next((d for d in pure.parts[:-1] if d in _VENDORED_DIRS), "")
         if folder:
             return f"inside a {folder}/ folder"
-        if any(d.endswith((".dist-info", ".egg-info")) for d in dirs):
-            return "inside an installed package's metadata folder"
         inside = next((f for f in nested if path.startswith(f)), "")
         if inside:
             return f"{inside} holds a project of its own (it has its own licence file)"
@@ -129,6 +133,8 @@ def reason_for(
             "inside a package copied from another project: it has its own version, README, "
             "licence or a library's name, and imports nothing of the code around it"
         )
+    if role == "generated" and _metadata(dirs):
+        return "package metadata the packaging tool wrote (a .egg-info or .dist-info folder)"
     if role == "generated":
         folder = next((d for d in pure.parts[:-1] if d in _GENERATED_DIRS), "")
         if folder:

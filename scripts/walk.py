@@ -39,6 +39,7 @@ from tests.browser.live import (  # noqa: E402
     USERNAME,
     _free_port,
     _wait_for_port,
+    prepare,
 )
 
 WIDE = {"width": 1366, "height": 900}
@@ -57,12 +58,7 @@ def serve(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
            "DJANGO_ALLOWED_HOSTS": "127.0.0.1"}  # fmt: skip
     for name in ("DJANGO_SETTINGS_MODULE", "REDIS_URL", "DATABASE_URL", "PLANAGENTS_FAKE_LLM"):
         env.pop(name, None)
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, capture_output=True)
-    subprocess.run(
-        [*manage, "createsuperuser", "--noinput", "--username", USERNAME, "--email", "w@example.com"],
-        env=env, check=True, capture_output=True,
-    )  # fmt: skip
+    prepare(env)
     port = _free_port()
     log = open(folder / "server.log", "wb")  # noqa: SIM115 (lives as long as the server)
     daphne = str(Path(sys.executable).with_name("daphne"))

@@ -126,3 +126,27 @@ def test_a_review_with_no_real_objection_is_a_problem_to_redo_and_says_so():
 def test_a_change_asked_for_after_a_semicolon_is_an_objection():
     # Seen while wiring the redo: the clause that asks for the change follows a semicolon.
     assert is_objection("The proposal leaves the 429 path untested; add a test for it.")
+
+
+def test_a_heading_bullet_leads_the_bullets_under_it_and_is_no_objection_of_its_own():
+    # requests #3829 with the 1.5B model: "**Environment Variable Ignored**:" was kept as an
+    # objection of its own, an empty row in the checks and the plan's Decisions.
+    review = (
+        "The proposal contains several issues:\n\n"
+        "1. **Certificate Verification Check Missing**:\n"
+        "   - The `merge_environment_settings` method ignores `verify=False`.\n"
+        "   - The `Session.verify` property is never read there.\n"
+        "2. **Environment Variable Ignored**:\n"
+        "   The `REQUESTS_CA_BUNDLE` value wins over the session's own.\n"
+        "3. **No test in `tests/test_requests.py`**:\n"
+    )
+    assert cut(review) == [
+        "**Certificate Verification Check Missing**: The `merge_environment_settings` method "
+        "ignores `verify=False`.",
+        "**Certificate Verification Check Missing**: The `Session.verify` property is never "
+        "read there.",
+        "**Environment Variable Ignored**: The `REQUESTS_CA_BUNDLE` value wins over the "
+        "session's own.",
+        "**No test in `tests/test_requests.py`**:",  # nothing under it: it stands alone
+    ]
+    assert not any(o.rstrip("*: ").endswith("Ignored") for o in objections(review))

