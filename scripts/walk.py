@@ -143,6 +143,7 @@ def main() -> None:
             text_of(page, out, "session")
             page.screenshot(path=str(out / "session-1366.png"), full_page=True)
             page.set_viewport_size(NARROW)  # type: ignore[arg-type]
+            page.evaluate("window.scrollTo(0, 0)")  # a phone opens the page at its top
             page.screenshot(path=str(out / "session-390.png"), full_page=False)
             page.set_viewport_size(WIDE)  # type: ignore[arg-type]
             page.goto(session_url + "plan/")
