@@ -15,23 +15,9 @@ from conversations.models import Message, Plan, PlanningSession, PlanningState
 from rag import services as rag_services
 from rag.indexing import index_codebase
 from tests.conftest import make_codebase
+from tests.rag.test_versions import V1, V2, pack
 
 pytestmark = pytest.mark.django_db
-
-V1 = {
-    "app/users.py": "def create_user(name):\n    return {'name': name}\n",
-    "app/orders.py": "def place_order(user, item):\n    return {'user': user, 'item': item}\n",
-    "app/billing.py": "def invoice(order):\n    return {'order': order, 'paid': False}\n",
-}
-V2 = {
-    "app/users.py": V1["app/users.py"],
-    "app/billing.py": "def invoice(order, tax=0.2):\n    return {'order': order}\n",
-    "app/tax.py": "RATE = 0.2\n",
-}
-
-
-def pack(files):
-    return json.dumps({"files": files}).encode()
 
 
 @pytest.fixture
