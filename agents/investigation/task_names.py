@@ -139,7 +139,7 @@ def named_in_task(
     found = [
         *_lines(spans, blocks, navigator, roles),
         *_paths(prose, spans, paths, navigator),
-        *_names(prose, spans, assigned, scopes, navigator),
+        *_names(prose, spans, assigned, scopes, navigator, roles),
     ]
     unique: dict[tuple[str, str], Named] = {}
     for item in found:
@@ -337,7 +337,12 @@ def _cited_line(written: str) -> int:
 
 
 def _names(
-    prose: str, spans: list[str], assigned: set[str], scopes: set[str], navigator: Navigator
+    prose: str,
+    spans: list[str],
+    assigned: set[str],
+    scopes: set[str],
+    navigator: Navigator,
+    roles: dict[str, str],
 ) -> Iterator[Named]:
     written: dict[str, bool] = {}
     """Name → whether it is written as code (backticks, `()`, `::`)."""
@@ -361,7 +366,7 @@ def _names(
         done += 1
         if done > MAX_NAMES:
             break
-        yield _resolve_name(name, as_code, assigned, scopes, navigator)
+        yield _resolve_name(name, as_code, assigned, scopes, navigator, roles)
 
 
 def _called(prose: str) -> Iterator[str]:
@@ -405,7 +410,12 @@ def _codeish(token: str) -> bool:
 
 
 def _resolve_name(
-    name: str, as_code: bool, assigned: set[str], scopes: set[str], navigator: Navigator
+    name: str,
+    as_code: bool,
+    assigned: set[str],
+    scopes: set[str],
+    navigator: Navigator,
+    roles: dict[str, str],
 ) -> Named:
     result = navigator.find_symbol(name)
     own = [h for h in result.hits if not _aside(h.path, h.role)]
@@ -415,7 +425,7 @@ def _resolve_name(
             # or an error's text the task quotes. Its one place in the source is where to look.
             text = navigator.find_text(name)
             if text.searched and text.hits:
-                placed = _placed(name, text.hits, text.message, navigator.roles(), navigator)
+                placed = _placed(name, text.hits, text.message, roles, navigator)
                 if placed.found:
                     return placed
         return Named(name, "name", note=result.message)
