@@ -205,6 +205,24 @@ PLANAGENTS_LLM_SLOTS = env_int("PLANAGENTS_LLM_SLOTS", 2, minimum=1)
 PLANAGENTS_LLM_LOCAL_TIMEOUT = env_int("PLANAGENTS_LLM_LOCAL_TIMEOUT", 300, minimum=1)
 PLANAGENTS_LLM_NICE = env_int("PLANAGENTS_LLM_NICE", 10, minimum=0)
 PLANAGENTS_LLM_CACHE_MB = env_int("PLANAGENTS_LLM_CACHE_MB", 1024, minimum=0)
+# One model server per machine (issue 20): when set, every process reaches the local models
+# through the server `manage.py llm_server` runs at this address (its OpenAI-compatible API;
+# the model of the n-th local profile listens on this port + n) instead of loading its own
+# copy. Its key is read from PLANAGENTS_LLM_SERVER_KEY, else from the key file the server
+# writes in the data folder. "" (the embedded default): each process runs its own server.
+PLANAGENTS_LLM_SERVER = env_str("PLANAGENTS_LLM_SERVER", "")
+PLANAGENTS_LLM_SERVER_KEY = env_nonblank("PLANAGENTS_LLM_SERVER_KEY")
+# The model queue (agents.model_queue): at most this many local-model calls generate at once
+# on this machine, whichever process makes them (default: the server's slots); the rest wait
+# their turn by priority (a live turn, then a section regeneration, then background work). A
+# waiting or running call that has not checked in for this many seconds is dead and ignored.
+PLANAGENTS_LLM_QUEUE_WIDTH = env_int("PLANAGENTS_LLM_QUEUE_WIDTH", 0, minimum=0)
+PLANAGENTS_LLM_QUEUE_STALE = env_int("PLANAGENTS_LLM_QUEUE_STALE", 30, minimum=5)
+# Bounded memory (issue 20): the search indexes kept loaded per process, by size (least
+# recently used dropped first).
+PLANAGENTS_INDEX_CACHE_MB = env_int("PLANAGENTS_INDEX_CACHE_MB", 512, minimum=1)
+# Clean shutdown (issue 20): on SIGTERM, seconds the running turns get to park before exit.
+PLANAGENTS_SHUTDOWN_GRACE = env_float("PLANAGENTS_SHUTDOWN_GRACE", 5.0)
 # Time limits (agents.budget): one LLM call, any backend, from request to last token (at
 # least this; three times the call's estimate at this machine's measured speed for its model
 # when that is longer; and past it, a call is stopped only once it has stalled); and one run
