@@ -105,6 +105,14 @@ def session_clock(session_id: int) -> Iterator[None]:
             _run_deadlines.pop(session_id, None)
 
 
+def extend_run(session_id: int, seconds: float) -> None:
+    """Give the run in progress `seconds` more: the time one of its calls waited in the model
+    queue for other sessions' calls (agents.model_queue), which this run did not spend."""
+    with _deadlines_lock:
+        if session_id in _run_deadlines and seconds > 0:
+            _run_deadlines[session_id] += seconds
+
+
 def session_time_message() -> str:
     return (
         f"the agents worked for the longest one run may take "

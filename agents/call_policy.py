@@ -16,13 +16,20 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db.models import Q
 from pydantic import BaseModel
 
-from agents import trace
-from agents.budget import CallClock, TimeLimitReached, charge_call, check_session_time
+from agents import model_queue, trace
+from agents.budget import (
+    CallClock,
+    TimeLimitReached,
+    charge_call,
+    check_session_time,
+    extend_run,
+)
 from agents.providers import get_profile_info
 from agents.providers.base import (
     CallOptions,
@@ -38,7 +45,7 @@ from agents.providers.base import (
 from agents.providers.remote import scrub_stream
 from agents.runtime import beat
 from conversations.models import PlanningSession
-from conversations.progress import approx_tokens, call_progress
+from conversations.progress import approx_tokens, call_estimate, call_progress, queue_progress
 from planagents.streaming import publish
 
 log = logging.getLogger(__name__)
@@ -95,6 +102,48 @@ def _human_stopped(session_id: int, own: Callable[[], bool] | None) -> bool:
     )
 
 
+@contextmanager
+def _in_line(
+    session_id: int,
+    provider: LLMProvider,
+    purpose: str,
+    prompt_tokens: int,
+    message_id: int | None,
+    options: CallOptions,
+    should_stop: Callable[[], bool],
+) -> Iterator[None]:
+    """A local-model call waits for its turn in the machine's one line (agents.model_queue)
+    and holds a place while it runs; the page hears where it stands while it waits, and the
+    wait is added to the session's run time (another session spent it). Other providers go
+    straight through: their servers have their own limits."""
+    if not getattr(provider, "queued", False):
+        yield
+        return
+    told: list[bool] = []
+
+    def tell(where: model_queue.Place) -> None:
+        told.append(True)
+        publish(session_id, queue_progress(session_id, message_id, provider.profile, purpose,
+                                           where))  # fmt: skip
+
+    own = options.should_stop
+    with model_queue.in_line(
+        session_id=session_id,
+        profile=provider.profile,
+        purpose=purpose,
+        estimate_s=call_estimate(provider.profile, purpose, prompt_tokens),
+        should_stop=lambda: should_stop() or (own is not None and own()),
+        tell=tell,
+        keep_alive=lambda: beat(session_id),
+    ) as waited:
+        if told:
+            extend_run(session_id, waited)
+            if message_id is not None:  # the turn's line on the page goes back to reading
+                publish(session_id, queue_progress(session_id, message_id, provider.profile,
+                                                   purpose, None))  # fmt: skip
+        yield
+
+
 def call(
     session_id: int,
     provider: LLMProvider,
@@ -117,87 +166,91 @@ def call(
     while True:
         check_session_time(session_id)
         charge_call(session_id)
-        record = trace.begin(
-            session_id,
-            provider,
-            prompt,
-            options.usage,
-            schema=ToolReply if tools else schema,
-            purpose=purpose,
-            message_id=message_id,
-        )
-        if traces is not None:
-            traces.append(record)
         size = approx_tokens([m.content for m in prompt])
-        clock = CallClock(
-            session_id,
-            provider.profile,
-            options.should_stop,
-            usage=options.usage,
-            prompt_tokens=size,
-            reply_tokens=options.max_tokens,
-        )
-        if message_id is None:  # no message shows this call: the status line does
-            publish(session_id, call_progress(provider.profile, record.purpose, size))
-        own_stop, options.should_stop = options.should_stop, clock.should_stop
-        output: list[str] = []
-        outcome, note = trace.Outcome.ERROR, ""
-        retry_in: float | None = None
-        pieces: Iterator[str] | None = None
-        try:
-            if tools:
-                pieces = provider.stream_tool_calls(prompt, list(tools), options)
-            elif schema is None:
-                pieces = provider.stream(prompt, options)
-            else:
-                pieces = provider.stream_structured(prompt, schema, options)
+        named = purpose or (schema.__name__ if schema is not None else "")
+        with _in_line(session_id, provider, named, size, message_id, options, should_stop):
+            record = trace.begin(
+                session_id,
+                provider,
+                prompt,
+                options.usage,
+                schema=ToolReply if tools else schema,
+                purpose=purpose,
+                message_id=message_id,
+            )
+            if traces is not None:
+                traces.append(record)
+            clock = CallClock(
+                session_id,
+                provider.profile,
+                options.should_stop,
+                usage=options.usage,
+                prompt_tokens=size,
+                reply_tokens=options.max_tokens,
+            )
+            if message_id is None:  # no message shows this call: the status line does
+                publish(session_id, call_progress(provider.profile, record.purpose, size))
+            own_stop, options.should_stop = options.should_stop, clock.should_stop
+            output: list[str] = []
+            outcome, note = trace.Outcome.ERROR, ""
+            retry_in: float | None = None
+            pieces: Iterator[str] | None = None
             try:
-                first = next(pieces)
-                record.piece_came()
+                if tools:
+                    pieces = provider.stream_tool_calls(prompt, list(tools), options)
+                elif schema is None:
+                    pieces = provider.stream(prompt, options)
+                else:
+                    pieces = provider.stream_structured(prompt, schema, options)
+                try:
+                    first = next(pieces)
+                    record.piece_came()
+                    if message_id is None:
+                        writing = call_progress(
+                            provider.profile, record.purpose, 0, phase="writing"
+                        )
+                        publish(session_id, writing)
+                except StopIteration:
+                    outcome = trace.Outcome.OK
+                    return
+                except RetryableError as exc:
+                    if attempt >= settings.PLANAGENTS_LLM_RETRIES:
+                        raise
+                    outcome, note = trace.Outcome.RETRIED, str(exc)
+                    retry_in = backoff_delay(attempt, exc.retry_after)
+                else:
+                    # A model can be talked into echoing a configured API key: none leaves this
+                    # seam (nor reaches the trace).
+                    for piece in scrub_stream(itertools.chain([first], pieces)):
+                        clock.progressed()
+                        output.append(piece)
+                        yield piece
+                        if clock.passed():
+                            raise GenerationCancelled("time limit")
+                    outcome = trace.Outcome.OK
+                    return
+            except GenerationCancelled as exc:
+                if clock.hit and not (clock.by_human or _human_stopped(session_id, own_stop)):
+                    outcome, note = trace.Outcome.TIMED_OUT, clock.message
+                    raise TimeLimitReached(clock.message) from None
+                outcome, note = trace.Outcome.STOPPED, str(exc)
+                raise
+            except GeneratorExit:
+                note = "the caller stopped reading the reply"
+                raise
+            except BaseException as exc:
+                note = note or f"{type(exc).__name__}: {exc}"
+                raise
+            finally:
+                options.should_stop = own_stop
+                close = getattr(pieces, "close", None)
+                if outcome != trace.Outcome.OK and callable(close):
+                    close()  # a local model drops the task when its stream is closed
+                record.finish(outcome, "".join(output), options.usage, note)
                 if message_id is None:
-                    writing = call_progress(provider.profile, record.purpose, 0, phase="writing")
-                    publish(session_id, writing)
-            except StopIteration:
-                outcome = trace.Outcome.OK
-                return
-            except RetryableError as exc:
-                if attempt >= settings.PLANAGENTS_LLM_RETRIES:
-                    raise
-                outcome, note = trace.Outcome.RETRIED, str(exc)
-                retry_in = backoff_delay(attempt, exc.retry_after)
-            else:
-                # A model can be talked into echoing a configured API key: none leaves this
-                # seam (nor reaches the trace).
-                for piece in scrub_stream(itertools.chain([first], pieces)):
-                    clock.progressed()
-                    output.append(piece)
-                    yield piece
-                    if clock.passed():
-                        raise GenerationCancelled("time limit")
-                outcome = trace.Outcome.OK
-                return
-        except GenerationCancelled as exc:
-            if clock.hit and not (clock.by_human or _human_stopped(session_id, own_stop)):
-                outcome, note = trace.Outcome.TIMED_OUT, clock.message
-                raise TimeLimitReached(clock.message) from None
-            outcome, note = trace.Outcome.STOPPED, str(exc)
-            raise
-        except GeneratorExit:
-            note = "the caller stopped reading the reply"
-            raise
-        except BaseException as exc:
-            note = note or f"{type(exc).__name__}: {exc}"
-            raise
-        finally:
-            options.should_stop = own_stop
-            close = getattr(pieces, "close", None)
-            if outcome != trace.Outcome.OK and callable(close):
-                close()  # a local model drops the task when its stream is closed
-            record.finish(outcome, "".join(output), options.usage, note)
-            if message_id is None:
-                publish(
-                    session_id, call_progress(provider.profile, record.purpose, 0, phase="done")
-                )
+                    publish(
+                        session_id, call_progress(provider.profile, record.purpose, 0, phase="done")
+                    )
         attempt += 1
         retry_in = retry_in or 0.0
         log.info("retrying in %.1fs (attempt %d): %s", retry_in, attempt, note)

@@ -93,3 +93,34 @@ class PlanReviewEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.plan}: {self.previous_status or '—'} → {self.status}"
+
+
+class ModelTicket(models.Model):
+    """A local-model call's place in the machine's one line for the model (agents.model_queue):
+    waiting until `admitted_at`, then generating; deleted when the call ends. A ticket whose
+    process stopped checking in (`seen_at`) is dead and ignored, so a killed worker never
+    holds the line."""
+
+    priority = models.PositiveSmallIntegerField(default=0)
+    """0 a live turn, 1 a section regeneration, 2 background work: lower goes first."""
+    session = models.ForeignKey(
+        PlanningSession, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    profile = models.CharField(max_length=50, blank=True)
+    purpose = models.CharField(max_length=80, blank=True)
+    estimate_s = models.FloatField(null=True, blank=True)
+    """How long the call should take once it starts, at this machine's measured speed (None:
+    not measured yet); what the calls behind it are told to wait."""
+    holder = models.CharField(max_length=120, blank=True)
+    """host:pid of the process making the call."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    admitted_at = models.DateTimeField(null=True, blank=True)
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["priority", "pk"]
+        indexes = [models.Index(fields=["seen_at"])]
+
+    def __str__(self) -> str:
+        state = "generating" if self.admitted_at else "waiting"
+        return f"ticket {self.pk} ({self.purpose}, {state})"

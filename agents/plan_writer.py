@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from agents import plan_sections
+from agents import model_queue, plan_sections
 from agents.errors import BudgetSpent, TurnFailed
 from agents.objections import restates
 from agents.plan import codebase_paths, render_plan
@@ -118,8 +118,13 @@ def _as_plan_data(key: str, data: dict[str, Any]) -> dict[str, Any]:
 def regenerate_section(message_id: int) -> Plan | None:
     """Run the regeneration the human asked for in message `message_id` (see
     conversations.plan_sections.request_regeneration) and save its result as a new version.
-    Safe to run twice: the turn is found finished and the version found written."""
+    Safe to run twice: the turn is found finished and the version found written. Its model
+    calls wait behind live turns (agents.model_queue): someone watching a turn goes first."""
+    with model_queue.priority(model_queue.REGENERATION):
+        return _regenerate_section(message_id)
 
+
+def _regenerate_section(message_id: int) -> Plan | None:
     request = Message.objects.select_related("session__codebase").get(pk=message_id)
     spec = request.data.get("regenerate") if isinstance(request.data, dict) else None
     if not spec:

@@ -12,6 +12,7 @@ from statistics import median
 from typing import Any
 
 from django.core.cache import cache
+from django.db.models import Q
 from django.utils import timezone
 
 from agents.workflow import CHECKPOINT, COMPLETED, NODES, STOPPED
@@ -153,6 +154,43 @@ def speed_estimate(
     }
 
 
+def _call_speed(profile: str, purpose: str, prompt_tokens: int) -> dict[str, Any] | None:
+    """How long a call on `profile` for `purpose` should take: this prompt read and a reply as
+    long as the latest ones for the same purpose (a turn key's kind: "propose" for
+    "propose:2") written, at this machine's current speed for the profile. None while either
+    is unmeasured."""
+    from agents.models import LLMCall
+    from agents.trace import speed
+
+    kind = purpose.split(":", 1)[0]
+    replies = list(
+        LLMCall.objects.filter(profile=profile, completion_tokens__gt=0)
+        .filter(Q(purpose=purpose) | Q(purpose__startswith=kind + ":"))
+        .order_by("-pk")
+        .values_list("completion_tokens", flat=True)[:ESTIMATE_SAMPLE]
+    )
+    if not replies:
+        return None
+    measured = speed(profile)
+    reply_tokens = int(median(replies))
+    seconds = measured.seconds(prompt_tokens, reply_tokens)
+    if seconds is None:
+        return None
+    return {
+        "seconds": round(seconds, 1),
+        "basis": "speed",
+        "read_per_s": round(measured.read or 0, 1),
+        "write_per_s": round(measured.write or 0, 1),
+        "reply_tokens": reply_tokens,
+    }
+
+
+def call_estimate(profile: str, purpose: str, prompt_tokens: int) -> float | None:
+    """Seconds a call should take once it starts (`_call_speed`), None while unmeasured."""
+    found = _call_speed(profile, purpose, prompt_tokens)
+    return None if found is None else float(found["seconds"])
+
+
 def call_progress(
     profile: str, purpose: str, prompt_tokens: int, *, phase: str = "reading"
 ) -> dict[str, Any]:
@@ -162,17 +200,6 @@ def call_progress(
     first piece came, and "done" when it ended."""
     if phase != "reading":
         return {"type": "progress", "seq": None, "phase": phase, "purpose": purpose}
-    from agents.models import LLMCall
-    from agents.trace import speed
-
-    replies = list(
-        LLMCall.objects.filter(profile=profile, purpose=purpose, completion_tokens__gt=0)
-        .order_by("-pk")
-        .values_list("completion_tokens", flat=True)[:ESTIMATE_SAMPLE]
-    )
-    measured = speed(profile)
-    reply_tokens = int(median(replies)) if replies else 0
-    seconds = measured.seconds(prompt_tokens, reply_tokens) if replies else None
     return {
         "type": "progress",
         "seq": None,
@@ -181,17 +208,32 @@ def call_progress(
         "phase": "reading",
         "prompt_tokens": prompt_tokens,
         "elapsed_s": 0.0,
-        "estimate": (
-            {
-                "seconds": round(seconds, 1),
-                "basis": "speed",
-                "read_per_s": round(measured.read or 0, 1),
-                "write_per_s": round(measured.write or 0, 1),
-                "reply_tokens": reply_tokens,
-            }
-            if seconds is not None
-            else None
-        ),
+        "estimate": _call_speed(profile, purpose, prompt_tokens),
+    }
+
+
+def queue_progress(
+    session_id: int, message_id: int | None, profile: str, purpose: str, where: Any
+) -> dict[str, Any]:
+    """A "progress" event for a call waiting its turn for the local model
+    (agents.model_queue.Place `where`): phase "queued", with how many calls are ahead, how
+    many of them generate, and about how long until this one starts. For a turn (its
+    message's seq) `where` None means it was let in: the turn is reading its prompt again."""
+    seq = None
+    if message_id is not None:
+        message = Message.objects.filter(pk=message_id).select_related("session").first()
+        if message is not None:
+            if where is None:
+                return turn_progress(message.session, message, phase="reading")
+            seq = message.seq
+    return {
+        "type": "progress",
+        "seq": seq,
+        "purpose": purpose,
+        "profile": profile,
+        "phase": "queued",
+        "queue": where.as_event(),
+        "elapsed_s": 0.0,
     }
 
 

@@ -111,6 +111,9 @@ class LLMProvider:
     prefills: bool = False
     """Whether a prompt ending in an assistant message is continued from that message (an
     assistant prefill, as llama.cpp's server does), not answered with a new one."""
+    queued: bool = False
+    """Whether its calls wait their turn in the machine's one line for the local model
+    (agents.model_queue): a model on this machine's cores, shared by every session."""
 
     def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
         """Yield the reply in text pieces as the model writes them."""

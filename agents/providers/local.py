@@ -193,6 +193,7 @@ def _in_niced_thread(build: Callable[[], Any]) -> Any:
 
 class LocalLlamaProvider(LLMProvider):
     prefills = True  # llama.cpp's server continues a trailing assistant message
+    queued = True  # this machine's cores: one line for every session (agents.model_queue)
 
     def __init__(self, profile: str, model_spec: ModelSpec) -> None:
         self.profile = profile

@@ -169,7 +169,20 @@
     return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
   }
 
+  function queueText(p) {
+    // Waiting its turn in the machine's one line for the local model (agents.model_queue):
+    // how many calls are ahead and, from their estimates at this machine's speed, how long.
+    const q = p.queue || {};
+    const waited = clock((Date.now() - p.queuedAt) / 1000);
+    let text = "in line for the model: " + q.ahead + " call" + (q.ahead === 1 ? "" : "s") + " ahead of this one";
+    if (q.generating) text += " (" + q.generating + " generating)";
+    if (q.wait_s === null || q.wait_s === undefined) text += " · waited " + waited + " · no time estimate: a call ahead has no measured speed yet";
+    else text += " · waited " + waited + " · about " + minutes(q.wait_s) + " more at this machine's current speed";
+    return text;
+  }
+
   function progressText(p) {
+    if (p.phase === "queued") return queueText(p);
     const elapsed = (Date.now() - p.startedAt) / 1000;
     let text;
     if (p.phase === "writing") text = "writing";
@@ -221,6 +234,7 @@
     if (had.prompt_tokens && !update.prompt_tokens) next.prompt_tokens = had.prompt_tokens;
     // A replayed "reading" never takes a turn back from "writing" once text has arrived.
     if (had.phase === "writing" && update.phase === "reading") next.phase = "writing";
+    if (update.phase === "queued") next.queuedAt = had.phase === "queued" && had.queuedAt ? had.queuedAt : Date.now();
     progress.set(seq, next);
     paintProgress();
   }
@@ -259,6 +273,7 @@
         what = (writer ? writer + ": " : "") + progressText(p);
       } else {
         what = stopping ? stoppingText(stopping)
+          : outside && outside.phase === "queued" ? progressText(outside)
           : outside ? "waiting for the model: " + progressText(outside)
           : "waiting for the model";
       }
@@ -479,6 +494,7 @@
   function onProgress(ev) {
     if (ev.seq === null || ev.seq === undefined) {
       if (ev.phase === "done") outside = null;
+      else if (ev.phase === "queued") outside = Object.assign({}, ev, { queuedAt: (outside && outside.phase === "queued" && outside.queuedAt) || Date.now() });
       else if (ev.phase === "reading") outside = Object.assign({}, ev, { startedAt: Date.now() - (ev.elapsed_s || 0) * 1000 });
       else if (outside) outside.phase = ev.phase; // its first piece came: writing, same clock
       paintStatusLine();
