@@ -70,12 +70,19 @@ class Profile:
 
 def _local(spec: ModelSpec) -> tuple[Callable[[str], LLMProvider], Callable[[], str]]:
     def build(name: str) -> LLMProvider:
+        if settings.PLANAGENTS_LLM_SERVER:  # the machine's one model server
+            from .shared import SharedLlamaProvider
+
+            return SharedLlamaProvider(name, spec)
         from .local import LocalLlamaProvider
 
         return LocalLlamaProvider(name, spec)
 
     def check() -> str:
         from .weights import missing_packages
+
+        if settings.PLANAGENTS_LLM_SERVER:
+            return ""  # the server has the weights; a call that cannot reach it says so
 
         missing = missing_packages(spec)
         if missing:

@@ -106,6 +106,8 @@ def is_loaded(profile: str) -> bool:
     from . import PROFILES  # the profile table imports this module only when a call needs it
 
     row = next((p for p in PROFILES if p.name == profile), None)
+    if row is not None and row.weights is not None and settings.PLANAGENTS_LLM_SERVER:
+        return True  # the machine's model server holds it: nothing loads in this process
     return row is not None and row.model in _models
 
 
@@ -123,26 +125,12 @@ def load_model(spec: ModelSpec) -> LoadedModel:
         except ImportError as exc:
             raise ProviderUnavailable(f"xllamacpp is not installed. {_INSTALL_HINT}") from exc
         path = ensure_weights(spec)
-        slots = settings.PLANAGENTS_LLM_SLOTS
-        threads = settings.PLANAGENTS_LLM_THREADS
-        params = xllamacpp.CommonParams()
-        params.model.path = str(path)
-        params.n_parallel = slots
-        # llama.cpp splits n_ctx evenly between slots; the setting is what one call may use.
-        params.n_ctx = settings.PLANAGENTS_LLM_CTX * slots
-        params.n_batch = _BATCH
-        params.n_ubatch = _BATCH
-        params.cpuparams.n_threads = threads
-        params.cpuparams_batch.n_threads = threads
-        params.cache_ram_mib = settings.PLANAGENTS_LLM_CACHE_MB
-        params.verbosity = 3 if log.isEnabledFor(logging.DEBUG) else -1
-        params.ui = False
-        params.endpoint_metrics = True  # counters for tests and benches; in process, no HTTP
         api_key = secrets.token_urlsafe(24)
-        params.api_keys = [api_key]
+        params = server_params(xllamacpp, spec, path, api_key=api_key)
+        slots, threads = params.n_parallel, params.cpuparams.n_threads
         started = time.monotonic()
         try:
-            server = _in_niced_thread(lambda: xllamacpp.Server(params))
+            server = start_server(xllamacpp, params)
         except RuntimeError as exc:
             raise ModelLoadError(
                 f"llama.cpp could not load {spec.name} from {path} ({exc}). The file passed its "
@@ -162,6 +150,39 @@ def load_model(spec: ModelSpec) -> LoadedModel:
         )
         _models[spec.name] = loaded
         return loaded
+
+
+def server_params(
+    xllamacpp: Any, spec: ModelSpec, path: Path, *, api_key: str, port: int = 0
+) -> Any:
+    """llama.cpp's server settings for `spec`, one place for the in-process server and the
+    shared one (`manage.py llm_server`): slots, context, batch, threads, prompt cache, the key
+    that keeps other local users off its port (0: any free port), the model's name."""
+    slots = settings.PLANAGENTS_LLM_SLOTS
+    threads = settings.PLANAGENTS_LLM_THREADS
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.model_alias = {spec.name}  # what /v1/models answers, checked by the clients
+    params.n_parallel = slots
+    # llama.cpp splits n_ctx evenly between slots; the setting is what one call may use.
+    params.n_ctx = settings.PLANAGENTS_LLM_CTX * slots
+    params.n_batch = _BATCH
+    params.n_ubatch = _BATCH
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.cache_ram_mib = settings.PLANAGENTS_LLM_CACHE_MB
+    params.verbosity = 3 if log.isEnabledFor(logging.DEBUG) else -1
+    params.ui = False
+    params.endpoint_metrics = True  # counters for tests and benches
+    params.api_keys = [api_key]
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    return params
+
+
+def start_server(xllamacpp: Any, params: Any) -> Any:
+    """A llama.cpp server for `params`, its threads below the web server's priority."""
+    return _in_niced_thread(lambda: xllamacpp.Server(params))
 
 
 def _in_niced_thread(build: Callable[[], Any]) -> Any:
@@ -219,7 +240,6 @@ class LocalLlamaProvider(LLMProvider):
         should_stop = options.should_stop or (lambda: False)
         if should_stop():
             raise GenerationCancelled("Stopped before the model started.")
-        loaded = load_model(self.spec)
         body = {
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "max_tokens": options.max_tokens,
@@ -230,7 +250,7 @@ class LocalLlamaProvider(LLMProvider):
             "cache_prompt": True,
             **extra,
         }
-        call = _Call(loaded.server, body)
+        call = self._open(body)
         counted = _Counted()
         try:
             for chunk in call.chunks(
@@ -249,7 +269,11 @@ class LocalLlamaProvider(LLMProvider):
         finally:
             # Whatever ended this loop (done, stop, timeout, the consumer closing us), the
             # server drops the task at its next chunk instead of writing on for nobody.
-            call.stop.set()
+            call.cancel()
+
+    def _open(self, body: dict[str, Any]) -> _Call:
+        """Start one streaming request on this process's own server for the model."""
+        return _InProcessCall(load_model(self.spec).server, body)
 
     def _refused(self, error: dict[str, Any]) -> ProviderError:
         if error.get("type") == "exceed_context_size_error":
@@ -300,25 +324,26 @@ _DONE = object()
 class _Call:
     """One streaming request on its own thread; its chunks arrive on a queue."""
 
-    def __init__(self, server: Any, body: dict[str, Any]) -> None:
+    def __init__(self) -> None:
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.stop = threading.Event()
         # Daemon: a call the server is still finishing must not keep the process alive.
-        threading.Thread(
-            target=self._run, args=(server, body), name="llama-call", daemon=True
-        ).start()
+        threading.Thread(target=self._guarded, name="llama-call", daemon=True).start()
 
-    def _run(self, server: Any, body: dict[str, Any]) -> None:
+    def _guarded(self) -> None:
         try:
-            server.handle_chat_completions(body, self._on_chunk)
+            self._run()
         except Exception as exc:  # handed to the consumer, which raises it as a ProviderError
             self.queue.put(exc)
         finally:
             self.queue.put(_DONE)
 
-    def _on_chunk(self, chunk: dict[str, Any]) -> bool:
-        self.queue.put(chunk)
-        return self.stop.is_set()  # True: the server stops this task
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def cancel(self) -> None:
+        """The caller is done with this request: the server drops it."""
+        self.stop.set()
 
     def chunks(
         self, should_stop: Callable[[], bool], timeout: float, model: str
@@ -344,7 +369,25 @@ class _Call:
                 continue
             if item is _DONE:
                 return
+            if isinstance(item, ProviderError):
+                raise item
             if isinstance(item, Exception):
                 raise ProviderError(f"The local model failed while writing: {item}") from item
             last = time.monotonic()
             yield item
+
+
+class _InProcessCall(_Call):
+    """A request to this process's server: its chunk callback answers True once the caller is
+    done, which makes the server drop the task at its next chunk."""
+
+    def __init__(self, server: Any, body: dict[str, Any]) -> None:
+        self.server, self.body = server, body
+        super().__init__()
+
+    def _run(self) -> None:
+        self.server.handle_chat_completions(self.body, self._on_chunk)
+
+    def _on_chunk(self, chunk: dict[str, Any]) -> bool:
+        self.queue.put(chunk)
+        return self.stop.is_set()  # True: the server stops this task
