@@ -30,9 +30,11 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
+
 from agents.providers import PROFILES  # noqa: E402
-from agents.providers.local import _in_niced_thread  # noqa: E402
 from agents.providers.weights import ensure_weights  # noqa: E402
+from planagents.nice import in_niced_thread  # noqa: E402
 
 PROMPT_WORDS = 450  # about 700 tokens: a short planning prompt
 DECODE = 64
@@ -50,7 +52,7 @@ def server(path: Path, threads: int, poll: int) -> Any:
     params.cpuparams.poll = params.cpuparams_batch.poll = poll
     params.verbosity = -1
     params.ui = False
-    return _in_niced_thread(lambda: xllamacpp.Server(params))
+    return in_niced_thread(lambda: xllamacpp.Server(params), settings.PLANAGENTS_LLM_NICE)
 
 
 def once(srv: Any) -> tuple[float, float]:

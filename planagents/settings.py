@@ -218,6 +218,12 @@ PLANAGENTS_LLM_SERVER_KEY = env_nonblank("PLANAGENTS_LLM_SERVER_KEY")
 # waiting or running call that has not checked in for this many seconds is dead and ignored.
 PLANAGENTS_LLM_QUEUE_WIDTH = env_int("PLANAGENTS_LLM_QUEUE_WIDTH", 0, minimum=0)
 PLANAGENTS_LLM_QUEUE_STALE = env_int("PLANAGENTS_LLM_QUEUE_STALE", 30, minimum=5)
+# Indexing yields to people (issue 20): a codebase's chunks are embedded on threads at this nice
+# value, below the local model's (PLANAGENTS_LLM_NICE), so a live turn keeps streaming while
+# another codebase indexes.
+PLANAGENTS_INDEX_NICE = env_int(
+    "PLANAGENTS_INDEX_NICE", min(19, PLANAGENTS_LLM_NICE + 5), minimum=0
+)
 # Bounded memory (issue 20): the search indexes kept loaded per process, by size (least
 # recently used dropped first).
 PLANAGENTS_INDEX_CACHE_MB = env_int("PLANAGENTS_INDEX_CACHE_MB", 512, minimum=1)

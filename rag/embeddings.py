@@ -118,6 +118,17 @@ def embed(texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
+def embed_below(texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+    """`embed`, on a short-lived thread at PLANAGENTS_INDEX_NICE: indexing a codebase runs
+    below the local model's threads (PLANAGENTS_LLM_NICE) and the web server, so people's
+    turns and pages go first. The encoder runs on its calling thread (`threads()` is 1 by
+    default), so the whole of the work is at that priority."""
+    from planagents.nice import in_niced_thread
+
+    nice = int(_setting("PLANAGENTS_INDEX_NICE", 15))
+    return in_niced_thread(lambda: embed(texts, batch_size), nice, "embed-index")
+
+
 def batches_by_length(texts: list[str], batch_size: int = BATCH_SIZE) -> list[list[int]]:
     """Indices of `texts` cut into batches of texts of about the same length, short first."""
     order = sorted(range(len(texts)), key=lambda n: (len(texts[n]) // BUCKET_CHARS, n))
@@ -130,10 +141,12 @@ def embed_many(
     batch_size: int = BATCH_SIZE,
 ) -> np.ndarray:
     """Vectors for many texts, batched by length; `done(indices, vectors)` after each batch
-    (to save progress or fill an index in as it goes). Rows are in the order of `texts`."""
+    (to save progress or fill an index in as it goes). Rows are in the order of `texts`.
+    Each batch is embedded below the local model's priority (`embed_below`): this is how a
+    codebase is indexed."""
     result = np.zeros((len(texts), dimension()), dtype=np.float32)
     for batch in batches_by_length(texts, batch_size):
-        vectors = embed([texts[n] for n in batch], batch_size)
+        vectors = embed_below([texts[n] for n in batch], batch_size)
         result[batch] = vectors
         if done:
             done(batch, vectors)

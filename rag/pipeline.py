@@ -114,7 +114,7 @@ def embed_texts(
     pending = list(todo.items())
     for start in range(0, len(pending), EMBED_BATCH):
         batch = pending[start : start + EMBED_BATCH]
-        vectors = embeddings.embed([t for _, t in batch])
+        vectors = embeddings.embed_below([t for _, t in batch])
         for (key, _), vector in zip(batch, vectors, strict=True):
             known[key] = vector
         if progress:

@@ -16,10 +16,8 @@ the chunk callback then answers True, which makes the server drop the task at it
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import secrets
-import sys
 import threading
 import time
 import urllib.request
@@ -182,34 +180,11 @@ def server_params(
 
 def start_server(xllamacpp: Any, params: Any) -> Any:
     """A llama.cpp server for `params`, its threads below the web server's priority."""
-    return _in_niced_thread(lambda: xllamacpp.Server(params))
+    from planagents.nice import in_niced_thread
 
-
-def _in_niced_thread(build: Callable[[], Any]) -> Any:
-    """Run `build` on a fresh thread at PLANAGENTS_LLM_NICE. Linux threads inherit the nice
-    value of the thread that creates them, so the server's loop and its OpenMP workers all run
-    below the web server's priority: on a busy machine pages stay quick and the model slows."""
-    result: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            nice = settings.PLANAGENTS_LLM_NICE
-            if nice and sys.platform == "linux":
-                try:
-                    # With a thread id, PRIO_PROCESS renices that one thread (Linux semantics).
-                    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
-                except OSError:
-                    log.warning("could not lower the model threads' priority", exc_info=True)
-            result["value"] = build()
-        except BaseException as exc:  # re-raised on the caller's thread
-            result["error"] = exc
-
-    thread = threading.Thread(target=run, name="llama-server-start")
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
+    return in_niced_thread(
+        lambda: xllamacpp.Server(params), settings.PLANAGENTS_LLM_NICE, "llama-server-start"
+    )
 
 
 class LocalLlamaProvider(LLMProvider):
