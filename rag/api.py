@@ -314,8 +314,10 @@ class CodeIndex:
         self.folder = index.index_dir(folder)
 
     def code_map(self) -> CodeMap | None:
-        data = index.load_map(self.folder)
-        return None if data is None else _code_map(data)
+        # One CodeMap per loaded map.json, so what rag.search derives from it (kept on the
+        # CodeMap) is built once per version of the index, not once per query.
+        found = index.with_derived(self.folder, index.MAP_FILE, CodeMap.from_json)
+        return None if found is None else found[1]
 
     def rank(
         self, query: str, *, dense: bool = True, cmap: CodeMap | None = None
@@ -348,10 +350,10 @@ class CodeIndex:
     def rank_chunks(self, query: str, k: int = 6, *, dense: bool = True) -> list[RankedChunk]:
         """The k chunks that best answer `query` (needs an index built with keep_text)."""
         ranking = self.rank(query, dense=dense)
-        store = index.load_chunks(self.folder)
-        if ranking is None or store is None or k <= 0:
+        found = index.with_derived(self.folder, index.CHUNKS_FILE, _chunks_by_file)
+        if ranking is None or found is None or k <= 0:
             return []
-        by_file = _chunks_by_file(store)
+        store, by_file = found
 
         def chunks_of(file: int) -> list[tuple[int, str]]:
             return [(o, store["text"][o]) for o in by_file.get(file, [])]
@@ -372,28 +374,9 @@ class CodeIndex:
         return hits
 
 
-_MAPS: dict[int, tuple[dict[str, Any], CodeMap]] = {}
-_BY_FILE: dict[int, tuple[dict[str, Any], dict[int, list[int]]]] = {}
-
-
-def _code_map(data: dict[str, Any]) -> CodeMap:
-    """One CodeMap per loaded map.json (rag.index caches the dict until the file changes), so
-    what rag.search derives from it is built once, not once per query."""
-    cached = _MAPS.get(id(data))
-    if cached is None or cached[0] is not data:
-        if len(_MAPS) > 64:
-            _MAPS.clear()
-        cached = _MAPS[id(data)] = (data, CodeMap.from_json(data))
-    return cached[1]
-
-
 def _chunks_by_file(store: dict[str, Any]) -> dict[int, list[int]]:
-    cached = _BY_FILE.get(id(store))
-    if cached is None or cached[0] is not store:
-        by_file: dict[int, list[int]] = {}
-        for ordinal, file in enumerate(store["file"]):
-            by_file.setdefault(file, []).append(ordinal)
-        if len(_BY_FILE) > 64:
-            _BY_FILE.clear()
-        cached = _BY_FILE[id(store)] = (store, by_file)
-    return cached[1]
+    """File number → its chunk ordinals."""
+    by_file: dict[int, list[int]] = {}
+    for ordinal, file in enumerate(store["file"]):
+        by_file.setdefault(file, []).append(ordinal)
+    return by_file

@@ -21,14 +21,14 @@ import difflib
 import os
 import re
 import sqlite3
+import sys
 import tempfile
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from rag import verbatim
+from rag import index, verbatim
 from rag.import_graph import ImportGraph
 from rag.paths import FileSet
 from rag.symbols import FileSymbols
@@ -360,11 +360,6 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 # Reading ---------------------------------------------------------------------------------
 
-_names_lock = threading.Lock()
-_names_cache: dict[str, tuple[int, list[str], list[str]]] = {}
-"""symbols.sqlite path → (mtime, distinct defined names, file paths), for suggestions."""
-_CACHE_SIZE = 8
-
 
 class Navigator:
     """Lookups over one index folder's symbols.sqlite. An index without one (built before
@@ -687,20 +682,16 @@ class Navigator:
         return None, closest_paths(resolved.written or path, paths)
 
     def _catalogue(self, db: sqlite3.Connection) -> tuple[list[str], list[str]]:
-        """Every defined name and every path, cached per file version."""
-        key = str(self.path)
-        mtime = self.path.stat().st_mtime_ns
-        with _names_lock:
-            cached = _names_cache.get(key)
-            if cached and cached[0] == mtime:
-                return cached[1], cached[2]
-        names = [r[0] for r in db.execute("SELECT DISTINCT name COLLATE BINARY FROM defs")]
-        paths = [r[0] for r in db.execute("SELECT path FROM files ORDER BY path")]
-        with _names_lock:
-            if len(_names_cache) >= _CACHE_SIZE:
-                _names_cache.clear()
-            _names_cache[key] = (mtime, names, paths)
-        return names, paths
+        """Every defined name and every path (for suggestions), cached with the index until
+        symbols.sqlite changes."""
+
+        def read(_path: Path) -> tuple[tuple[list[str], list[str]], int]:
+            names = [r[0] for r in db.execute("SELECT DISTINCT name COLLATE BINARY FROM defs")]
+            paths = [r[0] for r in db.execute("SELECT path FROM files ORDER BY path")]
+            return (names, paths), sum(map(sys.getsizeof, names)) + sum(map(sys.getsizeof, paths))
+
+        found = index.cached(self.path.parent, SYMBOLS_FILE, read, kind="catalogue")
+        return found if found is not None else ([], [])
 
 
 def _symbols(

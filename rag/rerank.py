@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag import index
 from rag.navigation import SYMBOLS_FILE
 from rag.query import QueryTerms
 
@@ -69,24 +69,9 @@ class CodeFacts:
 
     @classmethod
     def load(cls, folder: str | Path) -> CodeFacts | None:
-        """The facts of an index folder (cached until symbols.sqlite changes); None when the
-        folder has none (an index built before profiles)."""
-        path = Path(folder) / SYMBOLS_FILE
-        try:
-            mtime = path.stat().st_mtime_ns
-        except OSError:
-            return None
-        key = str(path.resolve())
-        with _lock:
-            cached = _cache.get(key)
-            if cached and cached[0] == mtime:
-                return cached[1]
-        facts = cls.read(path)
-        with _lock:
-            if len(_cache) > 8:
-                _cache.clear()
-            _cache[key] = (mtime, facts)
-        return facts
+        """The facts of an index folder (cached with the index, until symbols.sqlite changes);
+        None when the folder has none (an index built before profiles)."""
+        return index.cached(folder, SYMBOLS_FILE, _read_facts, kind="facts")
 
     def hands_down(self, path: str, name: str) -> bool:
         """Whether a definition of `name` in `path` calls `name` in its body (the method that
@@ -124,8 +109,9 @@ class CodeFacts:
         return facts
 
 
-_lock = threading.Lock()
-_cache: dict[str, tuple[int, CodeFacts]] = {}
+def _read_facts(path: Path) -> tuple[CodeFacts, int]:
+    # In memory they take about what symbols.sqlite takes on disk (0.7-1.2 times, measured).
+    return CodeFacts.read(path), path.stat().st_size
 
 
 @dataclass(frozen=True)

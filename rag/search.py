@@ -26,6 +26,7 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -116,6 +117,25 @@ class CodeMap:
     def from_json(cls, data: dict[str, Any]) -> CodeMap:
         return cls(**data)
 
+    @cached_property
+    def lookups(self) -> dict[str, dict[str, list[int]]]:
+        """Folder/file name → files ("names"), last path segment → files ("paths"), top-level
+        package → its __init__ ("packages"): built on first use, kept as long as the map."""
+        by_name: dict[str, list[int]] = defaultdict(list)
+        by_last: dict[str, list[int]] = defaultdict(list)
+        for file, path in enumerate(self.paths):
+            lowered = path.lower()
+            for name in set(_NAME_SPLIT.split(lowered)) - _GENERIC_NAMES:
+                by_name[name].append(file)
+            by_last[lowered.rsplit("/", 1)[-1]].append(file)
+        # Top-level packages (`seaborn` for seaborn/__init__.py), lower case → their __init__.
+        packages = {
+            dotted.lower(): [file]
+            for dotted, file in self.modules.items()
+            if "." not in dotted and self.paths[file].endswith("__init__.py")
+        }
+        return {"names": dict(by_name), "paths": dict(by_last), "packages": packages}
+
 
 def module_names(paths: list[str]) -> dict[str, int]:
     """Dotted module name → file number, for every Python file: by its full path
@@ -195,7 +215,7 @@ def with_frames(cmap: CodeMap, terms: QueryTerms) -> QueryTerms:
         return terms
     inside: list[int] = []
     ours: list[Frame] = []
-    packages = _derived(cmap)["packages"]
+    packages = cmap.lookups["packages"]
     innermost: dict[int, int | None] = {}  # traceback → file of its innermost frame of ours
     for frame in terms.frames:
         file = _frame_file(cmap, frame.path)
@@ -331,42 +351,12 @@ def _files_by_names(cmap: CodeMap, terms: QueryTerms) -> list[tuple[int, float]]
     return [(file, scores[file]) for file in best]
 
 
-_DERIVED: dict[int, tuple[CodeMap, dict[str, dict[str, list[int]]]]] = {}
-
-
-def _derived(cmap: CodeMap) -> dict[str, dict[str, list[int]]]:
-    """Lookups built once per loaded code map (not once per query): folder/file name → files
-    ("names"), last path segment → files ("paths"), top-level package → its __init__
-    ("packages")."""
-    cached = _DERIVED.get(id(cmap))
-    if cached is not None and cached[0] is cmap:
-        return cached[1]
-    by_name: dict[str, list[int]] = defaultdict(list)
-    by_last: dict[str, list[int]] = defaultdict(list)
-    for file, path in enumerate(cmap.paths):
-        lowered = path.lower()
-        for name in set(_NAME_SPLIT.split(lowered)) - _GENERIC_NAMES:
-            by_name[name].append(file)
-        by_last[lowered.rsplit("/", 1)[-1]].append(file)
-    # Top-level packages (`seaborn` for seaborn/__init__.py), lower case → their __init__.
-    packages = {
-        dotted.lower(): [file]
-        for dotted, file in cmap.modules.items()
-        if "." not in dotted and cmap.paths[file].endswith("__init__.py")
-    }
-    if len(_DERIVED) > 64:
-        _DERIVED.clear()
-    derived = {"names": dict(by_name), "paths": dict(by_last), "packages": packages}
-    _DERIVED[id(cmap)] = (cmap, derived)
-    return _DERIVED[id(cmap)][1]
-
-
 def _name_index(cmap: CodeMap) -> dict[str, list[int]]:
-    return _derived(cmap)["names"]
+    return cmap.lookups["names"]
 
 
 def _path_index(cmap: CodeMap) -> dict[str, list[int]]:
-    return _derived(cmap)["paths"]
+    return cmap.lookups["paths"]
 
 
 def _files_by_paths(cmap: CodeMap, terms: QueryTerms) -> list[tuple[int, float]]:
