@@ -15,7 +15,8 @@ Bounded caches that are not LRUs live where they are, with their bound written t
 `functools.lru_cache(maxsize=…)` of a few small compiled things (agents.schemas,
 agents.investigation.evidence, agents.verification, planagents.client_ip), `functools.cache` of
 argument-less or per-grammar builders (rag.secrets, rag.symbols, conversations.exports),
-and per-thread tree-sitter parsers (rag.symbols, gone with their thread).
+per-thread tree-sitter parsers (rag.symbols, gone with their thread), and the scripted
+model's latest 1,000 calls (agents.providers.fake, for tests and demos).
 """
 
 from __future__ import annotations
