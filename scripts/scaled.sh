@@ -7,6 +7,8 @@
 #   web 1  http://127.0.0.1:${PLANAGENTS_WEB1_PORT:-8001}     daphne
 #   web 2  http://127.0.0.1:${PLANAGENTS_WEB2_PORT:-8002}     daphne
 #   worker w1@host, w2@host                                   celery -A planagents worker
+#   model  http://127.0.0.1:${PLANAGENTS_LLM_PORT:-8090}+n    manage.py llm_server (one copy of
+#          each local model for every process here: PLANAGENTS_LLM_SERVER)
 #
 # A browser on either server sees tokens produced on either worker (through Redis); kill a
 # worker (kill -9) and the other takes its sessions over once their lease runs out.
@@ -42,6 +44,23 @@ stop() {
 }
 trap stop INT TERM EXIT
 
+# One model server for the machine: the web servers and workers reach the local models there
+# instead of each loading its own copy (issue 20). Its key is written in the data folder.
+LLM_PORT="${PLANAGENTS_LLM_PORT:-8090}"
+export PLANAGENTS_LLM_SERVER="${PLANAGENTS_LLM_SERVER:-http://127.0.0.1:$LLM_PORT}"
+$PY manage.py llm_server --port "$LLM_PORT" >"$LOGS/llm.log" 2>&1 &
+llm_pid=$!
+pids+=($llm_pid)
+until grep -q "llm_server: ready" "$LOGS/llm.log"; do
+    if ! kill -0 "$llm_pid" 2>/dev/null; then
+        echo "scaled: the model server exited; see $LOGS/llm.log" >&2
+        tail -5 "$LOGS/llm.log" >&2
+        exit 1
+    fi
+    sleep 1
+done
+grep "llm_server:" "$LOGS/llm.log"
+
 for i in 0 1; do
     .venv/bin/daphne -b "$HOST" -p "${PORTS[$i]}" planagents.asgi:application \
         >"$LOGS/web$((i + 1)).log" 2>&1 &
@@ -54,7 +73,8 @@ for name in w1 w2; do
 done
 
 echo "scaled: web on http://$HOST:${PORTS[0]} and http://$HOST:${PORTS[1]}," \
-    "workers w1 and w2 ($CONCURRENCY processes each); logs in $LOGS/ (Ctrl-C to stop)"
+    "workers w1 and w2 ($CONCURRENCY processes each), one model server at" \
+    "$PLANAGENTS_LLM_SERVER; logs in $LOGS/ (Ctrl-C to stop)"
 # Stop everything as soon as any one of them exits: a half topology hides problems.
 wait -n "${pids[@]}"
 echo "scaled: a process exited; see $LOGS/" >&2

@@ -105,6 +105,17 @@ class Topology:
         _wait(lambda: " ready." in proc.text(), proc, f"{name} ready")
         return proc
 
+    def llm_server(self, profiles: str = "local-tiny") -> tuple[Proc, str]:
+        """The machine's one model server (manage.py llm_server) and its base address, which
+        the processes started after it reach (PLANAGENTS_LLM_SERVER in their environment)."""
+        base = free_port()
+        argv = [sys.executable, "manage.py", "llm_server", "--profiles", profiles]
+        proc = self._start("llm", [*argv, "--port", str(base)])
+        _wait(lambda: "llm_server: ready" in proc.text(), proc, "llm_server ready", 300)
+        url = f"http://127.0.0.1:{base}"
+        self.env["PLANAGENTS_LLM_SERVER"] = url
+        return proc, url
+
     def stop(self) -> None:
         for proc in reversed(self.procs):
             proc.terminate()
