@@ -1,4 +1,4 @@
-.PHONY: run test setup scaled bench-scaleout bench-retrieval bench-llm bench-fuzz bench-hostile bench-grounding
+.PHONY: run test setup scaled bench-scaleout bench-retrieval bench-llm bench-fuzz bench-hostile bench-grounding bench-load
 
 # Set everything up and serve the app on http://127.0.0.1:8000 (embedded defaults, no keys).
 run:
@@ -51,3 +51,12 @@ bench-hostile:
 # honours its .gitignore, which lists var/) and link OUT to var/swe-dev.
 bench-grounding:
 	nice -n 5 .venv/bin/python bench/grounding.py
+
+# Many sessions, one machine: 1, 2 and 4 concurrent planning sessions on the local model, in
+# process and scaled (one model server), then beside a cold index of astropy (swe-dev corpus,
+# >10k chunks); resident memory over 20 upload + session cycles. Run it alone.
+bench-load:
+	.venv/bin/python bench/load.py --topology inprocess,scaled --sessions 1,2,4
+	.venv/bin/python bench/load.py --topology inprocess,scaled --sessions 2 \
+		--cold-pack var/swe-dev/packs/astropy-5.3.xml --note "beside a cold index"
+	.venv/bin/python bench/memory_cycles.py --cycles 20 --profile local
