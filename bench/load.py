@@ -176,7 +176,7 @@ def run(args: argparse.Namespace, topology: str, n: int) -> dict[str, Any]:
                 ids.append(int(found.group(1)))
 
         async def everything() -> tuple[list[dict[str, Any]], list[float]]:
-            stop, latencies = asyncio.Event(), []
+            stop, latencies = asyncio.Event(), list[float]()
             poller = asyncio.create_task(pages(webs[0].port, cookie, stop, latencies))
             seen = await asyncio.gather(*(watch(webs[i % len(webs)].port, cookie, pk, started)
                                           for i, pk in enumerate(ids)))  # fmt: skip
