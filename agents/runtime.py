@@ -4,6 +4,9 @@ A turn is named by a `turn_key` unique in its session. Opening a turn whose mess
 already complete returns it untouched (the turn ran before a crash and must not run twice);
 opening one that was cut off mid-stream resets that same row, so a re-run replaces the
 partial text instead of adding a second message.
+
+A server that is stopping (planagents.shutdown) cuts a turn at its next piece, and opens no
+new one: the message stays as it was, mid-stream, and the next start re-streams it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from agents import trace
 from agents.providers.base import Usage
 from conversations.models import Message, PlanningSession
 from conversations.store import message_payload, next_seq
+from planagents import shutdown
 from planagents.streaming import publish
 
 FLUSH_SECONDS = 0.075  # batch tokens into one channel-layer event about this often
@@ -67,6 +71,7 @@ class TurnStream:
         ).first()
 
     def open(self) -> Message:
+        shutdown.check()
         with transaction.atomic():
             message = Message.objects.filter(
                 session_id=self.session_id, turn_key=self.turn_key
@@ -95,6 +100,7 @@ class TurnStream:
 
     def feed(self, piece: str) -> None:
         """Append text; flush to watchers and the database when it is time."""
+        shutdown.check()
         self.content += piece
         now = time.monotonic()
         if now - self._last_flush >= FLUSH_SECONDS:
@@ -197,6 +203,8 @@ class TurnStream:
 
 
 def beat(session_id: int) -> None:
+    if shutdown.stopping():
+        return  # a job being parked must not look alive to the sweep at the next start
     PlanningSession.objects.filter(pk=session_id).update(heartbeat_at=timezone.now())
 
 

@@ -1,12 +1,17 @@
 """Jobs that run planning sessions. Dispatched through planagents.jobs; safe to run twice.
 
-In one process (the embedded default) a lock keeps two runs of a session apart. On Celery
-workers the runs may be in different processes or machines, so a run first takes the
-session's lease in the database (planagents.leases) and renews it, beating the session's
-heartbeat, while it works. A second run finds the lease live and leaves; a worker that dies
-stops renewing, and the sweep on any worker (services.recover_stalled_sessions) dispatches the session
-again once the lease has run out. The new run resumes at the last committed node or turn: the
-cut-off message is reopened under its turn_key and its text replaced, never duplicated.
+A run first takes the session's lease in the database (planagents.leases) and renews it,
+beating the session's heartbeat, while it works: on Celery workers the runs may be in
+different processes or machines, and two embedded servers may share one database. In one
+process a lock also keeps two runs apart (the second waits). A second run finds the lease live
+and leaves; a worker that dies stops renewing, and the sweep on any worker
+(services.recover_stalled_sessions) dispatches the session again once the lease has run out.
+The new run resumes at the last committed node or turn: the cut-off message is reopened under
+its turn_key and its text replaced, never duplicated.
+
+A server that is stopping (planagents.shutdown) parks its runs: the turn is left as it was,
+the lease released and the session marked stalled (`park_session`), so the sweep at the next
+start resumes it at once.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
+from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.utils import timezone
 
 from agents.answers import answer_directly
@@ -29,7 +36,7 @@ from agents.turns import TurnFailed, kept_by
 from agents.workflow import COMPLETED, STOPPED
 from conversations.models import Message, PlanningSession, PlanningState
 from conversations.store import add_message, publish_state
-from planagents import leases
+from planagents import leases, shutdown
 from planagents.jobs import distributed
 
 log = logging.getLogger(__name__)
@@ -39,13 +46,21 @@ _session_locks: defaultdict[int, threading.Lock] = defaultdict(threading.Lock)
 
 
 def run_session(session_id: int) -> None:
-    if not distributed():
-        with _session_locks[session_id]:
-            _timed_run(session_id)
-        return
+    try:
+        if distributed():
+            _leased_runs(session_id)
+        else:
+            with _session_locks[session_id]:
+                _leased_runs(session_id)
+    except shutdown.ShuttingDown:
+        park_session(session_id)  # its lease was released on the way out
+
+
+def _leased_runs(session_id: int) -> None:
     # Released before looking at the status again: a run dispatched while this one was
     # finishing either saw the lease free, or is this loop's next round.
     for _ in range(3):
+        shutdown.check()
         try:
             with leases.held(lease_name(session_id), on_renew=lambda: beat(session_id)):
                 _timed_run(session_id)
@@ -56,6 +71,27 @@ def run_session(session_id: int) -> None:
             pk=session_id, status=PlanningSession.Status.RUNNING
         ).exists():
             return
+
+
+def park_session(session_id: int) -> None:
+    """Leave a running session for the next start: its heartbeat is set back past a lease
+    period, so the sweep (services.recover_stalled_sessions) finds it stalled at once and
+    runs it again from its last committed node; a turn cut off mid-stream is re-streamed in
+    its own message."""
+    long_ago = timezone.now() - timedelta(seconds=settings.PLANAGENTS_JOB_LEASE_SECONDS + 1)
+    if PlanningSession.objects.filter(pk=session_id, status=PlanningSession.Status.RUNNING).update(
+        heartbeat_at=long_ago
+    ):
+        cut = (
+            Message.objects.filter(session_id=session_id, state=Message.State.STREAMING)
+            .values_list("turn_key", flat=True)
+            .first()
+        )
+        log.warning(
+            "session %s parked%s: it resumes at the next start",
+            session_id,
+            f" mid-turn ({cut})" if cut else "",
+        )
 
 
 def _timed_run(session_id: int) -> None:

@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django (bodies capped first), websockets through Channels with
-the session user."""
+the session user. Under daphne, SIGTERM parks the running jobs and the work a previous server
+left is resumed once the server runs (planagents.jobs.serve)."""
 
 import os
 
@@ -13,13 +14,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from conversations.routing import websocket_urlpatterns  # noqa: E402
-from planagents import daphne_limits  # noqa: E402
+from planagents import daphne_limits, jobs  # noqa: E402
 from planagents.limits import BodyCaps, BodyLimitMiddleware  # noqa: E402
 
 # Request bodies are capped twice: inside daphne as the bytes arrive (by cookie: anonymous or
 # not), then exactly (who is logged in, which page) before Django reads any of it.
 body_caps = BodyCaps.from_settings()
 daphne_limits.install(body_caps)
+jobs.serve()
 
 application = ProtocolTypeRouter(
     {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,8 @@ from asgiref.sync import SyncToAsync, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connections, transaction
 from django.utils.module_loading import import_string
+
+from planagents import leases, shutdown
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,10 @@ def dispatch(job: Job, *args: int | str) -> None:
     transaction.on_commit(lambda: _start(job, args))
 
 
+def _label(job: Job, args: tuple[int | str, ...]) -> str:
+    return f"{job.__name__}({', '.join(map(str, args))})"
+
+
 def distributed() -> bool:
     """True when jobs run on Celery workers (a broker is configured), not in this process."""
     return bool(settings.CELERY_BROKER_URL)
@@ -50,6 +57,10 @@ def job_path(job: Job) -> str:
 
 
 def _start(job: Job, args: tuple[int | str, ...]) -> None:
+    if shutdown.stopping():
+        # The work is on record (the job takes ids); the sweep at the next start finds it.
+        log.warning("not starting %s: the server is stopping", _label(job, args))
+        return
     loop = _server_loop()
     if loop is None:
         # No server loop (management command, plain script): a daemon thread will do.
@@ -71,7 +82,11 @@ def run_job(job: Job, args: tuple[int | str, ...]) -> None:
     """Run a job with fresh database connections, logging (never raising) its failure."""
     close_old_connections()
     try:
-        job(*args)
+        with shutdown.running(_label(job, args)):
+            job(*args)
+    except shutdown.ShuttingDown:
+        # A job that parks itself catches this; one that did not leaves its lease to park.
+        log.warning("job %s was cut off by the shutdown", _label(job, args))
     except Exception:
         log.exception("job %s%r failed", job.__name__, args)
     finally:
@@ -93,6 +108,72 @@ def sweep() -> None:
             import_string(path)()
         except Exception:
             log.warning("the sweep %s failed", path, exc_info=True)
+
+
+PARKERS = {"session": "conversations.tasks.park_session"}
+"""By the kind of a lease (its name up to the colon), what makes its work resumable at once
+when the job that held it stops without finishing: called with the id after the colon, once
+the lease is released. Work of other kinds is resumed once the sweep finds it stalled."""
+
+
+def park_held(leftovers: list[str] | None = None) -> None:
+    """Release every lease this process still holds and park its work: the shutdown calls it
+    for the jobs still running at the end of the grace (`leftovers`, for the log)."""
+    if leftovers:
+        log.warning("still running at the end of the grace: %s", ", ".join(leftovers))
+    for name, holder in leases.held_here().items():
+        leases.release(name, holder)
+        park(name)
+
+
+def park(lease_name: str) -> None:
+    kind, _, key = lease_name.partition(":")
+    path = PARKERS.get(kind)
+    if path is None or not key.isdigit():
+        log.warning("%s parked: its lease is released; the sweep resumes it", lease_name)
+        return
+    try:
+        import_string(path)(int(key))
+    except Exception:
+        log.warning("could not park %s", lease_name, exc_info=True)
+
+
+def serve() -> None:
+    """Called once by the ASGI module. Under daphne, once its reactor runs: SIGTERM parks
+    the running jobs before the server stops (planagents.shutdown), and the work that the
+    previous server left (parked, or killed with it) is dispatched again at once."""
+    reactor = sys.modules.get("twisted.internet.reactor")
+    if reactor is None:
+        return  # not serving (a script importing the module): nothing to hook
+    reactor.callWhenRunning(_started)  # after the reactor put its own SIGTERM handler in
+
+
+def _started() -> None:
+    # Twisted runs its startup triggers before the asyncio loop turns (and logs nowhere):
+    # hand the recovery to the loop, as the jobs it dispatches must start from it.
+    shutdown.install(park_held)
+    if not distributed():  # else the Celery workers sweep
+        asyncio.get_event_loop().call_soon(_recover_on_loop)
+
+
+def _recover_on_loop() -> None:
+    task = asyncio.get_running_loop().create_task(
+        sync_to_async(recover_at_start, thread_sensitive=False)()
+    )
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+
+
+def recover_at_start() -> None:
+    """Resume what a previous server of this host left: release the leases its dead
+    processes held, park their work, then run every sweep."""
+    try:
+        for name in leases.release_dead_here():
+            park(name)
+    except Exception:
+        log.warning("could not release the leases of dead processes", exc_info=True)
+    sweep()
+    connections.close_all()
 
 
 async def wait_for_jobs(timeout: float = 30.0) -> None:

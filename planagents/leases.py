@@ -16,9 +16,13 @@ from django.db import IntegrityError, connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from planagents import shutdown
 from planagents.models import JobLease
 
 log = logging.getLogger(__name__)
+
+_held_here: dict[str, str] = {}  # the leases this process holds now: name → holder
+_held_lock = threading.Lock()
 
 
 class LeaseHeld(Exception):
@@ -92,12 +96,57 @@ def held(
         name=f"lease-{name}",
     )
     renewer.start()
+    with _held_lock:
+        _held_here[name] = holder
     try:
         yield holder
     finally:
         stop.set()
         renewer.join(timeout=seconds)
+        with _held_lock:
+            _held_here.pop(name, None)
         release(name, holder)
+
+
+def held_here() -> dict[str, str]:
+    """The leases this process holds now (name → holder): what a shutdown parks."""
+    with _held_lock:
+        return dict(_held_here)
+
+
+def release_dead_here() -> list[str]:
+    """Release the leases held by processes of this host that are gone (a server killed or
+    stopped before it could release them), so their work is resumed without waiting for
+    the leases to run out. The names released."""
+    host = socket.gethostname()
+    released = []
+    for name, holder in JobLease.objects.exclude(holder="").values_list("name", "holder"):
+        if _dead_here(holder, host) and JobLease.objects.filter(name=name, holder=holder).update(
+            holder="", expires_at=timezone.now()
+        ):
+            log.warning("released the lease %s: its holder %s is no longer running", name, holder)
+            released.append(name)
+    return released
+
+
+def _dead_here(holder: str, host: str) -> bool:
+    """Whether `holder` (new_holder's host:pid:id) is a process of this host that is gone.
+    Our own pid counts as gone unless this process holds that very lease: a restarted
+    container often gets the pid its previous run had."""
+    name, _, rest = holder.partition(":")
+    pid_text = rest.partition(":")[0]
+    if name != host or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return holder not in held_here().values()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # someone else's live process
+    return False
 
 
 def _keep_renewing(
@@ -109,6 +158,8 @@ def _keep_renewing(
 ) -> None:
     try:
         while not stop.wait(max(1.0, seconds / 3)):
+            if shutdown.stopping():
+                return  # a job being parked does not claim to be alive (the park releases it)
             try:
                 if not renew(name, holder, seconds):
                     log.error("lost the lease %s (held by %s): another job took it", name, holder)

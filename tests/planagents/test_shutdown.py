@@ -1,0 +1,155 @@
+"""SIGTERM to the server `make run` starts: it exits within seconds, and the turn it cut off
+mid-stream is resumed once at the next start, in its own message."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GRACE = 2.0
+
+SETUP = """
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+from planagents import jobs
+jobs._start = lambda job, args: None  # the server runs the jobs, not this script
+from conversations import services
+from conversations.tasks import park_session
+from rag.indexing import index_codebase
+from rag.services import create_codebase_from_upload
+owner = get_user_model().objects.create_user("stopper")
+pack = SimpleUploadedFile("sample.xml", open("tests/fixtures/repomix/sample.xml", "rb").read())
+codebase = create_codebase_from_upload(owner, "sample", [pack])
+index_codebase(codebase.pk)
+codebase.refresh_from_db()
+session = services.start_session(
+    owner, codebase=codebase, task="Add rate limiting to login", mode="planning",
+    agent_a_profile="fake", agent_b_profile="fake",
+)
+park_session(session.pk)  # as a server stopped before it ran the session would leave it
+print(session.pk)
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "PLANAGENTS_DATA_DIR": str(tmp_path),
+        "PLANAGENTS_FAKE_LLM": "1",
+        "PLANAGENTS_DEFAULT_PROFILE": "fake",
+        "PLANAGENTS_FAKE_LLM_DELAY": "0.05",  # a turn streams for a few seconds
+        "PLANAGENTS_EVIDENCE_STEPS": "0",
+        "PLANAGENTS_SHUTDOWN_GRACE": str(GRACE),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    return env
+
+
+@pytest.fixture
+def servers(
+    tmp_path: Path, env: dict[str, str]
+) -> Iterator[Callable[[str], subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str) -> subprocess.Popen[bytes]:
+        log = (tmp_path / f"{name}.log").open("wb")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-e", "tcp:port=0:interface=127.0.0.1",
+             "planagents.asgi:application"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def rows(db: Path, query: str, *args: Any) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db, timeout=10) as connection:
+        return connection.execute(query, args).fetchall()
+
+
+def wait_for(what: str, found: Callable[[], Any], process: subprocess.Popen[bytes], log: Path,
+             timeout: float = 60) -> Any:  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = found()
+        if value:
+            return value
+        if process.poll() is not None:
+            pytest.fail(f"the server exited while waiting for {what}:\n{log.read_text()[-3000:]}")
+        time.sleep(0.05)
+    pytest.fail(f"timed out waiting for {what}:\n{log.read_text()[-3000:]}")
+
+
+def test_sigterm_mid_turn_exits_in_seconds_and_the_next_start_finishes_the_turn_once(
+    tmp_path, env, servers
+):
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "--noinput"], cwd=ROOT, env=env, check=True,
+                   capture_output=True)  # fmt: skip
+    setup = subprocess.run([*manage, "shell", "-c", SETUP], cwd=ROOT, env=env, check=True,
+                           capture_output=True, text=True)  # fmt: skip
+    session = int(setup.stdout.strip().splitlines()[-1])
+    db = tmp_path / "planagents.sqlite3"
+    messages = (
+        "SELECT id, seq, turn_key, state, content FROM conversations_message WHERE session_id = ?"
+    )
+
+    # The first server finds the session parked and starts it.
+    first = servers("first")
+    streaming = wait_for(
+        "a turn mid-stream",
+        lambda: [m for m in rows(db, messages, session) if m[3] == "streaming" and len(m[4]) > 20],
+        first, tmp_path / "first.log",
+    )  # fmt: skip
+    cut_id, cut_seq, cut_key, _, _ = streaming[0]
+    before = rows(db, messages, session)
+
+    sent = time.monotonic()
+    first.send_signal(signal.SIGTERM)
+    first.wait(timeout=30)
+    took = time.monotonic() - sent
+    log = (tmp_path / "first.log").read_text()
+    assert took <= 10, f"exited {took:.1f} s after SIGTERM"
+    assert f"session {session} parked mid-turn ({cut_key})" in log, log[-3000:]
+    status = rows(db, "SELECT status FROM conversations_planningsession WHERE id = ?", session)
+    assert status == [("running",)]  # parked, not paused nor failed: nobody has to press Continue
+    assert not rows(db, "SELECT name FROM planagents_joblease WHERE holder != ''")
+    assert len(rows(db, messages, session)) == len(before)  # nothing added after the cut
+
+    # The next start resumes it: the cut turn is written again in the same row, once.
+    second = servers("second")
+    wait_for(
+        "the session to reach the human",
+        lambda: rows(
+            db, "SELECT 1 FROM conversations_planningsession WHERE id = ? AND status != 'running'", session
+        ),
+        second, tmp_path / "second.log",
+    )  # fmt: skip
+    after = rows(db, messages, session)
+    assert [m[1] for m in after] == list(range(1, len(after) + 1)), "a seq is missing or repeated"
+    again = [m for m in after if m[2] and m[2].split("~")[0] == cut_key]
+    assert [(m[0], m[1], m[3]) for m in again] == [(cut_id, cut_seq, "complete")]
+    assert all(m[3] == "complete" for m in after)
+    text = again[0][4]
+    assert text and text[: len(text) // 2] not in text[len(text) // 2 :], (
+        "the turn was written twice"
+    )
