@@ -1,19 +1,31 @@
 """SIGTERM to the server `make run` starts: it exits within seconds, and the turn it cut off
-mid-stream is resumed once at the next start, in its own message."""
+mid-stream is resumed once at the next start, in its own message. Then the pieces, in this
+process: a turn parks, a job that never looks up is parked for it, nothing new starts, the
+leases of dead processes are freed, and the server's own SIGTERM handler still runs."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
+
+from agents.providers.fake import FakeProvider, Hold
+from conversations import services
+from conversations.models import Message, PlanningSession
+from conversations.tasks import lease_name
+from planagents import jobs, leases, shutdown
 
 ROOT = Path(__file__).resolve().parents[2]
 GRACE = 2.0
@@ -153,3 +165,151 @@ def test_sigterm_mid_turn_exits_in_seconds_and_the_next_start_finishes_the_turn_
     assert text and text[: len(text) // 2] not in text[len(text) // 2 :], (
         "the turn was written twice"
     )
+
+
+# ------------------------------------------------------------------ in this process
+
+REPLY = " ".join(f"word{i}" for i in range(400))
+
+
+@pytest.fixture
+def fresh_shutdown(monkeypatch, settings):
+    """A shutdown event of this test's own (the real one is process-wide)."""
+    monkeypatch.setattr(shutdown, "_stopping", threading.Event())
+    settings.PLANAGENTS_SHUTDOWN_GRACE = 0.5
+
+
+def start_session(user, codebase) -> PlanningSession:
+    return services.start_session(
+        user, codebase=codebase, task="Add rate limiting to login", mode="planning",
+        agent_a_profile="fake", agent_b_profile="fake",
+    )  # fmt: skip
+
+
+def until(what: str, found: Callable[[], Any], timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := found():
+            return value
+        time.sleep(0.02)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def streaming(session: PlanningSession) -> Message | None:
+    return Message.objects.filter(
+        session=session, state="streaming", content__contains="word3"
+    ).first()
+
+
+def parked(session: PlanningSession) -> bool:
+    session.refresh_from_db()
+    stale = django_settings.PLANAGENTS_JOB_LEASE_SECONDS
+    return (
+        session.status == "running"
+        and session.heartbeat_at is not None
+        and (time.time() - session.heartbeat_at.timestamp()) > stale
+        and not leases.is_live(lease_name(session.pk))
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_mid_stream_parks_itself_and_the_sweep_resumes_it_in_its_message(
+    user, codebase, settings, fresh_shutdown, caplog
+):
+    settings.PLANAGENTS_FAKE_LLM_DELAY = 0.01
+    FakeProvider.script("fake", REPLY)  # the analysis
+    session = start_session(user, codebase)
+    cut = until("a turn mid-stream", lambda: streaming(session))
+
+    with caplog.at_level(logging.WARNING):
+        shutdown.begin(jobs.park_held, exit_process=False)
+        assert shutdown.wait_for_jobs(10) == []
+    assert parked(session)
+    cut.refresh_from_db()
+    assert cut.state == "streaming" and cut.content != REPLY  # left as it was, for the restart
+    assert f"session {session.pk} parked mid-turn ({cut.turn_key})" in caplog.text
+
+    shutdown._stopping.clear()  # the next start
+    jobs.recover_at_start()
+    until(
+        "the human's turn",
+        lambda: not PlanningSession.objects.filter(pk=session.pk, status="running").exists(),
+    )
+    again = Message.objects.filter(session=session, turn_key__startswith=cut.turn_key)
+    assert [(m.pk, m.seq, m.state) for m in again] == [(cut.pk, cut.seq, "complete")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_that_never_looks_up_is_parked_at_the_end_of_the_grace(
+    user, codebase, fresh_shutdown, caplog
+):
+    held = Hold("The login flow starts in the view and goes on.", pieces=2)  # the analysis
+    FakeProvider.script("fake", held)
+    session = start_session(user, codebase)
+    assert held.reached.wait(60)
+
+    with caplog.at_level(logging.WARNING):
+        shutdown.begin(jobs.park_held, exit_process=False)
+        until("the park", lambda: parked(session), timeout=10)
+    assert "still running at the end of the grace: run_session(" in caplog.text
+    held.release.set()  # the job's next piece meets the shutdown: it ends, its turn unfinished
+    assert shutdown.wait_for_jobs(10) == []
+    assert parked(session)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_job_starts_once_the_server_is_stopping(fresh_shutdown, caplog):
+    ran: list[int] = []
+    shutdown._stopping.set()
+    with caplog.at_level(logging.WARNING):
+        jobs._start(ran.append, (1,))
+    time.sleep(0.2)
+    assert ran == []
+    assert "not starting append(1): the server is stopping" in caplog.text
+
+
+@pytest.mark.django_db
+def test_the_leases_of_this_hosts_dead_processes_are_released():
+    host = socket.gethostname()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    holders = {
+        "session:1": f"{host}:{gone.stdout.strip()}:a",  # a process that exited
+        "session:2": f"{host}:{os.getppid()}:b",  # a live one
+        "session:3": f"elsewhere:{gone.stdout.strip()}:c",  # another machine's
+        "session:4": f"{host}:{os.getpid()}:d",  # this pid, but not this process's lease
+    }
+    for name, holder in holders.items():
+        assert leases.acquire(name, holder, 60)
+
+    assert sorted(leases.release_dead_here()) == ["session:1", "session:4"]
+    assert [leases.is_live(name) for name in holders] == [False, True, True, False]
+
+
+def test_sigterm_begins_the_shutdown_and_still_runs_the_servers_handler(fresh_shutdown):
+    called: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: called.append(signum))
+    try:
+        shutdown.install(lambda leftovers: None, exit_process=False)
+        os.kill(os.getpid(), signal.SIGTERM)
+        until("the handler", lambda: called)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert shutdown.stopping()
+    assert called == [signal.SIGTERM]
+
+
+@pytest.mark.django_db
+def test_a_parked_session_is_not_made_to_look_alive_by_its_job_still_running(
+    user, codebase, fresh_shutdown
+):
+    from agents.runtime import beat
+    from conversations.tasks import park_session
+
+    session = PlanningSession.objects.create(
+        owner=user, codebase=codebase, task="Add rate limiting to login", status="running"
+    )
+    shutdown._stopping.set()
+    park_session(session.pk)
+    beat(session.pk)  # the job, still inside a call that never looked up
+    assert parked(session)
