@@ -21,7 +21,12 @@ from django.conf import settings
 from agents.investigation import clarify, native
 from agents.investigation.evidence import Evidence, EvidencePlan, EvidenceStep, plan_schema
 from agents.investigation.runner import Step, run_steps, tidy_steps
-from agents.investigation.task_names import Named, named_in_task
+from agents.investigation.task_names import (
+    Named,
+    example_names,
+    named_in_task,
+    without_markup,
+)
 from agents.investigation.tools import ToolResult, Workspace
 from agents.prompts import TOOL_GUIDE, evidence_plan_prompt, replan_prompt
 from agents.providers import get_provider
@@ -151,7 +156,12 @@ def _plan(
         fallback = default_steps(session.task, paths, named) if round_no == 1 else []
         plan = EvidencePlan(steps=fallback[:max_steps], next_action="synthesize")
     ran = {(e.tool, e.argument.strip().lower()) for e in evidence}
-    planned = [step for step in plan.steps if not copies_the_guide(step.argument)]
+    examples = example_names(session.task)
+    planned = [
+        step
+        for step in plan.steps
+        if not copies_the_guide(step.argument) and not example_only(step, examples, workspace)
+    ]
     added: set[tuple[str, str]] = set()
     if round_no == 1:
         # What a small model can't be trusted to do: look up the symbols the task names, and
@@ -254,6 +264,26 @@ def copies_the_guide(argument: str) -> bool:
     return written in _GUIDE_WORDS or ("(" in written and written in _GUIDE)
 
 
+_NAME_TOOLS = frozenset({"find_symbol", "find_references"})
+_EXAMPLE_MATCHES = frozenset({"exact", "case-insensitive", "qualified", "inherited"})
+
+
+def example_only(step: EvidenceStep, examples: set[str], workspace: Workspace | None) -> bool:
+    """Whether a step looks up a name only the task's own example defines (`C`, `a` of
+    `class C: def __init__(self, a)`; `task_names.example_names`) and the codebase does not:
+    pylint-4551's 1.5B plan spent four of its six lookups on the issue's example class and
+    its parameter, and none on the code to change."""
+    if step.tool not in _NAME_TOOLS or not examples:
+        return False
+    name = step.argument.strip().strip("`'\"")
+    if re.split(r"\.|::", name)[0] not in examples:
+        return False
+    if workspace is None or workspace.navigator is None:
+        return True
+    found = workspace.navigator.find_symbol(name)
+    return not (found.found and found.match in _EXAMPLE_MATCHES)
+
+
 def task_named(task: str, workspace: Workspace | None) -> list[Named]:
     """What the task names, resolved (`task_names.named_in_task`); nothing when the workspace
     has no index. A failure here costs the session these lookups, never the session."""
@@ -284,7 +314,7 @@ def default_steps(
     lookups = [("find_symbol", name, f"where the traceback failed: {name}") for name in failed_in]
     lookups += [(n.tool, n.argument, n.why) for n in named if n.found and n.tool]
     ruled_out = {n.written for n in named if not n.found}
-    names = dict.fromkeys(a or b for a, b in _IDENTIFIER.findall(task))
+    names = dict.fromkeys(a or b for a, b in _IDENTIFIER.findall(without_markup(task)))
     for name in names:
         # `None`, `str`, `self`: a lookup of the language's own names finds nothing to plan on.
         if keyword.iskeyword(name) or name in _BUILTINS or name in ("self", "cls"):
@@ -362,7 +392,8 @@ def render_plan(
     left_out = len(plan.steps) - own
     note = (
         f"\n\n_{left_out} of the model's {len(plan.steps)} step(s) left out: repeats, lookups "
-        "already made, or the tool guide's own examples._"
+        "already made, the tool guide's own examples, or names only the task's example "
+        "defines._"
         if left_out > 0
         else ""
     )

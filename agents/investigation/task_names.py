@@ -172,6 +172,43 @@ def named_files(task: str, paths: FileSet, navigator: Navigator) -> list[tuple[s
     return list(chosen.items())
 
 
+_DEFINES = re.compile(
+    r"\s*(?:async\s+)?(class|def|function|fn|func)\s+([A-Za-z_]\w*)(?:\s*\(([^()]*)\))?"
+)
+_PARAMETER = re.compile(r"\s*\**([A-Za-z_]\w*)")
+_MARKUP = re.compile(r"!?\[[^\]\n]{0,200}\]\([^)\s]{0,2000}\)|<?https?://[^\s)>]{1,2000}>?")
+"""A markdown image or link (`![alt](url)`, `[text](url)`) or a bare address: a screenshot's
+file name or a URL's words are not the code's names."""
+
+
+def without_markup(task: str) -> str:
+    """The task without markdown images, links and bare addresses (each becomes a space)."""
+    return _MARKUP.sub(" ", task[:MAX_TASK])
+
+
+def example_names(task: str) -> set[str]:
+    """What the task's own code snippets define: the classes and functions they declare, those
+    functions' parameters and the names they assign (`class C`, `def __init__(self, a)`,
+    `iris = …`). The reporter's example, not the codebase's: looking them up in the codebase
+    finds nothing, or something else of the same name."""
+    _prose, blocks = _split_code(task[:MAX_TASK])
+    names: set[str] = set()
+    for line in blocks:
+        defined = _DEFINES.match(line)
+        if defined:
+            names.add(defined[2])
+            # A function's parameters; a class's parentheses hold its bases, which are used.
+            parameters = "" if defined[1] == "class" else defined[3] or ""
+            for parameter in parameters.split(","):
+                found = _PARAMETER.match(parameter)
+                if found:
+                    names.add(found[1])
+        assigned = _ASSIGNED.match(line)
+        if assigned:
+            names.add(assigned[1])
+    return names - {"self", "cls", "this"}
+
+
 # Reading the task -------------------------------------------------------------------------
 
 

@@ -122,3 +122,82 @@ async def test_a_session_runs_the_models_real_lookups_and_not_the_guides_example
     )()
     assert ("find_references", "TokenStore") in ran
     assert all(argument != "find_symbol(name)" for _, argument in ran)
+
+
+# pylint-4551's issue, as written: a screenshot whose file name reads like code, and an example
+# class the reporter wrote to show the problem.
+EXAMPLE_TASK = """Use Python type hints for UML generation
+It seems that pyreverse does not read python type hints (as defined by [PEP 484](https://www.python.org/dev/peps/pep-0484/)):
+
+### Code example
+```
+class C(object):
+    def __init__(self, a: str = None, *rest, **options):
+        self.a = a
+```
+
+### Current behavior
+
+![classes_test](https://user-images.githubusercontent.com/22218701/27432305-f10fe03e.png)
+
+I would like `get_annotation` to be used."""
+
+
+def test_a_screenshots_name_and_an_addresss_words_are_not_looked_up():
+    looked_up = [s.argument for s in default_steps(EXAMPLE_TASK) if s.tool == "find_symbol"]
+    assert "classes_test" not in looked_up
+    assert "get_annotation" in looked_up
+
+
+def test_what_the_tasks_example_defines_is_known():
+    from agents.investigation.task_names import example_names
+
+    assert example_names(EXAMPLE_TASK) == {"C", "__init__", "a", "rest", "options"}
+    assert example_names("Nothing but prose about `Session.send`.") == set()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_drained")
+async def test_a_session_does_not_spend_lookups_on_names_only_the_tasks_example_defines(
+    start,  # noqa: F811
+    user,
+    settings,
+):
+    settings.PLANAGENTS_EVIDENCE_STEPS = 6
+    plan = {
+        "steps": [
+            {"id": "E1", "tool": "find_symbol", "argument": "C", "why": "the class",
+             "depends_on": [], "kind": "independent"},
+            {"id": "E2", "tool": "find_references", "argument": "C.__init__", "why": "callers",
+             "depends_on": [], "kind": "independent"},
+            {"id": "E3", "tool": "find_symbol", "argument": "TokenStore", "why": "the store",
+             "depends_on": [], "kind": "independent"},
+        ],
+        "next_action": "synthesize",
+    }  # fmt: skip
+    proposal = {
+        "summary": "Expire tokens.",
+        "steps": [{"title": "Expire", "symbol": "none", "detail": "In `todo/auth.py:1`.",
+                   "files": ["todo/auth.py"]}],
+        "files": [{"path": "todo/auth.py", "action": "modify", "reason": "TokenStore"}],
+        "new_files": [],
+    }  # fmt: skip
+    FakeProvider.script("fake", "TokenStore is in `todo/auth.py:1`.", plan, proposal, "Fine.")
+    task = "Make the token store drop old tokens, as in\n```\nclass C(TokenStore):\n    pass\n```"
+    session = await start(task=task)
+    client = Client(user, session.pk)
+    await client.connect()
+    await client.until_state("awaiting_human", node="checkpoint")
+    await client.close()
+
+    def looked_up():
+        return [
+            (m.data["evidence"]["tool"], m.data["evidence"]["argument"])
+            for m in Message.objects.filter(session=session, node="investigate", role="system")
+        ], Message.objects.get(session=session, node="investigate", role="agent").content
+
+    ran, shown = await database_sync_to_async(looked_up)()
+    assert ("find_symbol", "TokenStore") in ran
+    assert not [a for _, a in ran if a.split(".")[0] == "C"]
+    assert "of the model's 3 step(s) left out" in shown
+    assert "names only the task's example defines" in shown
