@@ -154,10 +154,10 @@ def score(
 def non_objections(plan: dict[str, Any]) -> int:
     """Decisions rows holding an objection that is not one (an apology, a refusal, a question
     back, a restatement), by agents.objections, the check the app itself applies."""
-    from agents.objections import is_objection  # noqa: PLC0415
+    from agents.objections import NO_OBJECTION, is_objection  # noqa: PLC0415
 
     rows = [r for r in plan.get("decision_log") or [] if isinstance(r, dict)]
     said = [str(r.get("objection") or "") for r in rows]
-    return sum(
-        1 for text in said if text and text not in ("—", "none raised") and not is_objection(text)
-    )
+    # The app's own row for a review that objected to nothing says so; it is not an objection.
+    markers = ("—", "none raised", NO_OBJECTION)
+    return sum(1 for text in said if text and text not in markers and not is_objection(text))
