@@ -79,15 +79,18 @@ def wait_for_jobs(timeout: float) -> list[str]:
         return list(_jobs.values())
 
 
-def install(on_leftovers: Callable[[list[str]], None], *, exit_process: bool = True) -> None:
-    """Handle SIGTERM in this process: begin the shutdown, then call the handler that was in
-    place (the server's own, which stops it listening). A default or ignored handler is not
-    called: in a Celery pool child the default would kill the job instead of parking it."""
+def install(
+    on_leftovers: Callable[[list[str]], None], *, exit_process: bool = True, chain: bool = True
+) -> None:
+    """Handle SIGTERM in this process: begin the shutdown, then (with `chain`) call the
+    handler that was in place (the server's own, which stops it listening). A default or
+    ignored handler is never called; a Celery pool child calls none (billiard's would exit
+    mid-turn instead of parking it)."""
     previous = signal.getsignal(signal.SIGTERM)
 
     def handle(signum: int, frame: FrameType | None) -> None:
         begin(on_leftovers, exit_process=exit_process)
-        if callable(previous):
+        if chain and callable(previous):
             previous(signum, frame)
 
     signal.signal(signal.SIGTERM, handle)
