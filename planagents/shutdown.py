@@ -70,7 +70,7 @@ def running(label: str) -> Iterator[None]:
             _lock.notify_all()
 
 
-def wait_for_jobs(timeout: float) -> list[str]:
+def wait_for_running(timeout: float) -> list[str]:
     """Wait up to `timeout` seconds for the running jobs to end; the labels of those left."""
     deadline = time.monotonic() + timeout
     with _lock:
@@ -114,7 +114,7 @@ def begin(on_leftovers: Callable[[list[str]], None], *, exit_process: bool = Tru
 
 
 def _watch(on_leftovers: Callable[[list[str]], None], exit_process: bool) -> None:
-    leftovers = wait_for_jobs(float(settings.PLANAGENTS_SHUTDOWN_GRACE))
+    leftovers = wait_for_running(float(settings.PLANAGENTS_SHUTDOWN_GRACE))
     if leftovers:
         try:
             on_leftovers(leftovers)

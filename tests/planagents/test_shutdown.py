@@ -223,7 +223,7 @@ def test_a_turn_mid_stream_parks_itself_and_the_sweep_resumes_it_in_its_message(
 
     with caplog.at_level(logging.WARNING):
         shutdown.begin(jobs.park_held, exit_process=False)
-        assert shutdown.wait_for_jobs(10) == []
+        assert shutdown.wait_for_running(10) == []
     assert parked(session)
     cut.refresh_from_db()
     assert cut.state == "streaming" and cut.content != REPLY  # left as it was, for the restart
@@ -253,7 +253,7 @@ def test_a_job_that_never_looks_up_is_parked_at_the_end_of_the_grace(
         until("the park", lambda: parked(session), timeout=10)
     assert "still running at the end of the grace: run_session(" in caplog.text
     held.release.set()  # the job's next piece meets the shutdown: it ends, its turn unfinished
-    assert shutdown.wait_for_jobs(10) == []
+    assert shutdown.wait_for_running(10) == []
     assert parked(session)
 
 
