@@ -313,3 +313,31 @@ def test_a_parked_session_is_not_made_to_look_alive_by_its_job_still_running(
     park_session(session.pk)
     beat(session.pk)  # the job, still inside a call that never looked up
     assert parked(session)
+
+
+STUCK = """
+import os, signal, threading, time
+import django
+django.setup()
+from planagents import shutdown
+
+def stuck():  # a job inside a call that never looks up (a long prompt read)
+    with shutdown.running("stuck(1)"):
+        time.sleep(600)
+
+threading.Thread(target=stuck).start()  # not a daemon: the interpreter would wait for it
+shutdown.install(lambda leftovers: print("parking", leftovers, flush=True))
+os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def test_a_process_whose_job_never_looks_up_still_exits_after_the_grace(env):
+    env = {**env, "DJANGO_SETTINGS_MODULE": "planagents.settings", "PLANAGENTS_SHUTDOWN_GRACE": "1"}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", STUCK], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=30)  # fmt: skip
+    took = time.monotonic() - started
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "parking ['stuck(1)']" in done.stdout
+    assert took < 1 + shutdown.EXIT_MARGIN + 10  # django.setup included; 600 s without the exit
