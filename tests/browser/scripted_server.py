@@ -74,6 +74,11 @@ def main(script_path: str, port: str) -> None:
 
     script = Path(script_path)
     install(json.loads(script.read_text()), script.parent)
+    if os.environ.get("PLANAGENTS_FAKE_QUEUED"):
+        # The scripted model waits in the machine's line as the local model does.
+        from agents.providers.fake import FakeProvider
+
+        FakeProvider.queued = True
     CommandLineInterface().run(["-b", "127.0.0.1", "-p", port, "planagents.asgi:application"])
 
 
