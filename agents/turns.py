@@ -48,6 +48,7 @@ from agents.runtime import SessionStopped, TurnStream, stop_requested
 from conversations.models import Message, PlanningSession
 from conversations.progress import approx_tokens, heard_in, turn_progress
 from conversations.store import add_message
+from planagents import shutdown
 from planagents.streaming import publish
 
 log = logging.getLogger(__name__)
@@ -84,13 +85,17 @@ def _never() -> bool:
 
 def _stop_check(session_id: int, *, reply: bool = True) -> Callable[[], bool]:
     """A poll of the session's Stop (and, with `reply`, its Stop reply), at most every
-    STOP_CHECK_SECONDS: a provider calls it for every piece it writes."""
+    STOP_CHECK_SECONDS: a provider calls it for every piece it writes. Raises
+    planagents.shutdown.ShuttingDown once the process is stopping."""
     last = 0.0
     stopped = False
     wanted = Q(stop_requested=True) | Q(cancel_requested=True) if reply else Q(stop_requested=True)
 
     def should_stop() -> bool:
         nonlocal last, stopped
+        # A server that is stopping parks the turn at once, also while its prompt is read, its
+        # call waits in the model's line, or it is a call outside any message.
+        shutdown.check()
         now = time.monotonic()
         if not stopped and now - last >= STOP_CHECK_SECONDS:
             last = now

@@ -241,8 +241,15 @@ def test_a_turn_mid_stream_parks_itself_and_the_sweep_resumes_it_in_its_message(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_job_that_never_looks_up_is_parked_at_the_end_of_the_grace(
-    user, codebase, fresh_shutdown, caplog
+    user, codebase, fresh_shutdown, caplog, monkeypatch
 ):
+    # A turn's stop check sees the shutdown (agents.turns); this job stands for one in code
+    # that never polls (a model loading its weights, a long lookup).
+    from types import SimpleNamespace
+
+    from agents import turns
+
+    monkeypatch.setattr(turns, "shutdown", SimpleNamespace(check=lambda: None))
     held = Hold("The login flow starts in the view and goes on.", pieces=2)  # the analysis
     FakeProvider.script("fake", held)
     session = start_session(user, codebase)
@@ -340,4 +347,6 @@ def test_a_process_whose_job_never_looks_up_still_exits_after_the_grace(env):
 
     assert done.returncode == 0, done.stderr[-2000:]
     assert "parking ['stuck(1)']" in done.stdout
-    assert took < 1 + shutdown.EXIT_MARGIN + 10  # django.setup included; 600 s without the exit
+    # Far below the 600 s the job would keep it alive (django.setup on a busy machine included):
+    # the bound tells the exit from no exit, it does not time it (bench/load.py does).
+    assert took < 120

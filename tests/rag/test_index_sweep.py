@@ -111,13 +111,14 @@ def test_a_resumed_job_that_was_only_queued_late_does_no_harm(uploaded, dispatch
 
 def test_a_running_job_holds_its_lease_and_releases_it(uploaded, monkeypatch):
     seen = []
-    real = embeddings.embed
+    real = embeddings.embed_below
 
-    def embed(texts, batch_size=embeddings.BATCH_SIZE):
+    def embed_below(texts, batch_size=embeddings.BATCH_SIZE):
+        # On the job's thread: the vectors are computed on a thread of their own, below.
         seen.append(leases.is_live(lease_name(uploaded.pk)))
         return real(texts, batch_size)
 
-    monkeypatch.setattr(embeddings, "embed", embed)
+    monkeypatch.setattr(embeddings, "embed_below", embed_below)
     index_codebase(uploaded.pk)
     assert seen and all(seen)
     assert not leases.is_live(lease_name(uploaded.pk))
