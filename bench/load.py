@@ -288,7 +288,9 @@ def main() -> None:
     parser.add_argument("--topology", default="inprocess,scaled")
     parser.add_argument("--sessions", default="1,2,4")
     parser.add_argument("--profile", default="local")
-    parser.add_argument("--pack", type=Path, default=ROOT / "tests" / "fixtures" / "repomix" / "sample.xml")
+    parser.add_argument(
+        "--pack", type=Path, default=ROOT / "tests" / "fixtures" / "repomix" / "sample.xml"
+    )
     parser.add_argument("--cold-pack", type=Path, default=None)
     parser.add_argument("--data", type=Path, default=ROOT / "var" / "bench-load")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "RESULTS-load.md")

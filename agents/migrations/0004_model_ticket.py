@@ -5,30 +5,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0003_llmcall_first_piece_ms'),
-        ('conversations', '0006_plan_authors'),
+        ("agents", "0003_llmcall_first_piece_ms"),
+        ("conversations", "0006_plan_authors"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ModelTicket',
+            name="ModelTicket",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('priority', models.PositiveSmallIntegerField(default=0)),
-                ('profile', models.CharField(blank=True, max_length=50)),
-                ('purpose', models.CharField(blank=True, max_length=80)),
-                ('estimate_s', models.FloatField(blank=True, null=True)),
-                ('holder', models.CharField(blank=True, max_length=120)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('admitted_at', models.DateTimeField(blank=True, null=True)),
-                ('seen_at', models.DateTimeField()),
-                ('session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='conversations.planningsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("priority", models.PositiveSmallIntegerField(default=0)),
+                ("profile", models.CharField(blank=True, max_length=50)),
+                ("purpose", models.CharField(blank=True, max_length=80)),
+                ("estimate_s", models.FloatField(blank=True, null=True)),
+                ("holder", models.CharField(blank=True, max_length=120)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("admitted_at", models.DateTimeField(blank=True, null=True)),
+                ("seen_at", models.DateTimeField()),
+                (
+                    "session",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="conversations.planningsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['priority', 'pk'],
-                'indexes': [models.Index(fields=['seen_at'], name='agents_mode_seen_at_e46229_idx')],
+                "ordering": ["priority", "pk"],
+                "indexes": [
+                    models.Index(fields=["seen_at"], name="agents_mode_seen_at_e46229_idx")
+                ],
             },
         ),
     ]
