@@ -24,7 +24,9 @@ def upload(alice, make_codebase):
 
 def test_a_codebase_opens_for_search_before_its_vectors_are_computed(upload, monkeypatch):
     seen = []
-    original = embeddings.embed
+    # On the job's thread (the vectors themselves are computed on a thread of their own, which
+    # does not share this test's database transaction).
+    original = embeddings.embed_below
 
     def watching(texts, batch_size=32):
         if not seen:  # the first batch of chunk vectors: what could a user do right now?
@@ -33,7 +35,7 @@ def test_a_codebase_opens_for_search_before_its_vectors_are_computed(upload, mon
             seen.append([f.path for f in retrieve_files(codebase, "Cart total", 2)])
         return original(texts, batch_size)
 
-    monkeypatch.setattr(embeddings, "embed", watching)
+    monkeypatch.setattr(embeddings, "embed_below", watching)
     index_codebase(upload.pk)
     assert seen[0] == ("ready", (0, 2))
     assert seen[1][0] == "shop/cart.py"  # found lexically, by symbol and path, meanwhile
@@ -66,7 +68,7 @@ def test_a_new_version_while_vectors_fill_in_stops_them_and_is_indexed_next(uplo
     dispatched = []
     monkeypatch.setattr("rag.services.dispatch", lambda job, *ids: dispatched.append(job))
     monkeypatch.setattr("rag.indexing.dispatch", lambda job, *ids: dispatched.append(job))
-    original = embeddings.embed
+    original = embeddings.embed_below  # on the job's thread, as above
     calls = []
 
     def new_version_arrives(texts, batch_size=32):
@@ -77,7 +79,7 @@ def test_a_new_version_while_vectors_fill_in_stops_them_and_is_indexed_next(uplo
             services.upload_new_version(codebase, [SimpleUploadedFile("v2.json", v2)])
         return original(texts, batch_size)
 
-    monkeypatch.setattr(embeddings, "embed", new_version_arrives)
+    monkeypatch.setattr(embeddings, "embed_below", new_version_arrives)
     monkeypatch.setattr(embeddings, "BATCH_SIZE", 1)
     monkeypatch.setattr("rag.api.embeddings.embed_many", _one_at_a_time(embeddings))
     index_codebase(upload.pk)
