@@ -195,16 +195,32 @@ def cite_symbols(
 
 def _written_definition(step: dict[str, Any], definitions: Mapping[str, Definition]) -> str:
     """The one shown definition the step's title or detail writes as code in a form that
-    names it exactly: qualified (`Class.method`) or called (`func()`); "" when none or
-    several do. A bare `Session` in passing is not read as the step's target."""
+    names it exactly: qualified (`Class.method`) or called (`func()`); else a bare name
+    written as code (`map`) that is the method name of exactly one shown method in one of the
+    step's own files ("Modify the `map` function" in `seaborn/axisgrid.py`, where the
+    evidence showed `PairGrid.map`). "" when none or several fit. A bare class or module name
+    (`Session`) is read as said in passing, not as the step's target."""
     text = f"{step.get('title', '')} {step.get('detail', '')}"
-    written = {
+    spans = {span.removesuffix("()") for span in _CODE_SPAN.findall(text)}
+    exact = {
         span.removesuffix("()")
         for span in _CODE_SPAN.findall(text)
         if "." in span.removesuffix("()") or span.endswith("()")
     }
-    named = [w for w in written if w in definitions]
-    return named[0] if len(named) == 1 else ""
+    named = [w for w in exact if w in definitions]
+    if named:
+        return named[0] if len(named) == 1 else ""
+    files = {str(f).strip().lstrip("./") for f in step.get("files") or [] if isinstance(f, str)}
+    bare = {w for w in spans if _BARE.fullmatch(w)}
+    fits = {
+        name
+        for name, where in definitions.items()
+        if "." in name and name.rsplit(".", 1)[-1] in bare and where[0] in files
+    }
+    return fits.pop() if len(fits) == 1 else ""
+
+
+_BARE = re.compile(r"[A-Za-z_]\w{2,}")
 
 
 def _agrees(step: dict[str, Any], name: str, path: str) -> bool:

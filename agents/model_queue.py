@@ -14,8 +14,8 @@ in; the wait is added to its session's run time, since another session spent it.
 
 Each process checks its tickets in every few seconds (a daemon thread); a ticket not seen
 for PLANAGENTS_LLM_QUEUE_STALE seconds belongs to a dead process and is ignored, then
-removed. Two processes admitting at the same instant may let one call too many in: llama.cpp
-then queues it itself, which is what happened before; nothing is lost.
+removed. A call is let in under a lock on the live tickets, so two processes asking at the
+same instant cannot both take the last place.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -98,10 +98,15 @@ _keeper: threading.Thread | None = None
 
 
 def _keep_checking_in() -> None:
-    """The process's tickets stay alive while their calls wait or generate."""
-    every = max(1.0, settings.PLANAGENTS_LLM_QUEUE_STALE / 3)
+    """The process's tickets stay alive while their calls wait or generate: checked in three
+    times per PLANAGENTS_LLM_QUEUE_STALE (read afresh each round, so a changed setting holds
+    from the next second, not after a sleep the old one chose)."""
+    last = 0.0
     while True:
-        time.sleep(every)
+        time.sleep(1.0)
+        if time.monotonic() - last < max(1.0, settings.PLANAGENTS_LLM_QUEUE_STALE / 3):
+            continue
+        last = time.monotonic()
         with _held_lock:
             ids = list(_held)
         if not ids:
@@ -142,16 +147,28 @@ def _before(ticket: ModelTicket) -> Q:
 
 def try_admit(ticket: ModelTicket) -> bool:
     """Let `ticket` in if a place is free for it: fewer than `width()` calls generate, and
-    the calls waiting before it fill none of the free places."""
-    live = ModelTicket.objects.filter(_alive())
-    generating = live.filter(admitted_at__isnull=False).count()
-    waiting_before = live.filter(admitted_at__isnull=True).filter(_before(ticket)).count()
-    if generating + waiting_before >= width():
-        return False
-    now = timezone.now()
-    admitted = ModelTicket.objects.filter(pk=ticket.pk, admitted_at__isnull=True).update(
-        admitted_at=now, seen_at=now
-    )
+    the calls waiting before it fill none of the free places. The line is read and the
+    ticket let in under a lock on the live tickets (a row lock on PostgreSQL, the write lock
+    on SQLite), so two processes asking at once cannot both take the last place."""
+    with transaction.atomic():
+        live = list(
+            ModelTicket.objects.select_for_update()
+            .filter(_alive())
+            .values_list("pk", "priority", "admitted_at")
+        )
+        generating = sum(1 for _pk, _priority, admitted in live if admitted is not None)
+        before = sum(
+            1
+            for pk, priority, admitted in live
+            if admitted is None
+            and (priority < ticket.priority or (priority == ticket.priority and pk < ticket.pk))
+        )
+        if generating + before >= width():
+            return False
+        now = timezone.now()
+        admitted = ModelTicket.objects.filter(pk=ticket.pk, admitted_at__isnull=True).update(
+            admitted_at=now, seen_at=now
+        )
     ticket.admitted_at = now
     return admitted == 1
 

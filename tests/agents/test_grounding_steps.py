@@ -305,3 +305,31 @@ def test_a_step_that_writes_a_shown_definition_as_code_targets_it_when_its_choic
     assert steps[1]["target"]["name"] == "merge_setting"
     assert "target" not in steps[2]
     assert "target" not in steps[3]
+
+
+def test_a_step_naming_a_shown_method_by_its_bare_name_in_its_file_targets_it():
+    # seaborn-2848 with the 1.5B model: "Modify the `map` function to pass `hue`…" in
+    # seaborn/axisgrid.py, whose `PairGrid.map` the evidence showed; its choice was "none".
+    definitions = {
+        "PairGrid.map": Definition("seaborn/axisgrid.py", 1172, 1211),
+        "PairGrid": Definition("seaborn/axisgrid.py", 1100, 1700),
+        "scatterplot": Definition("seaborn/relational.py", 700, 790),
+    }
+    in_grid = {"files": ["seaborn/axisgrid.py"], "symbol": "none"}
+    data = {"steps": [
+        {"title": "Modify the `map` function", "detail": "Pass `hue` on.", **in_grid},
+        # The same words in a file where no shown method has that name: no target.
+        {"title": "Modify the `map` function", "detail": "Pass `hue` on.",
+         "files": ["seaborn/regression.py"], "symbol": "none"},
+        # A class by its bare name is said in passing; two methods fit: no single target.
+        {"title": "Change `PairGrid`", "detail": "Keep it.", **in_grid},
+    ]}  # fmt: skip
+    steps = cite_symbols(data, definitions)["steps"]
+    assert steps[0]["target"] == {
+        "kind": "definition", "name": "PairGrid.map",
+        "path": "seaborn/axisgrid.py", "start": 1172, "end": 1211,
+    }  # fmt: skip
+    assert "target" not in steps[1] and "target" not in steps[2]
+
+    both = {**definitions, "FacetGrid.map": Definition("seaborn/axisgrid.py", 700, 760)}
+    assert "target" not in cite_symbols({"steps": [data["steps"][0]]}, both)["steps"][0]
