@@ -116,12 +116,16 @@ def test_the_server_writes_its_key_for_this_user_only_and_says_where_it_listens(
     assert server["key"] not in "".join(server["lines"])  # never printed
 
 
-def test_a_local_profile_streams_from_the_shared_server_and_loads_nothing_here(shared):
+def test_a_local_profile_streams_from_the_shared_server_and_loads_nothing_here(shared, monkeypatch):
+    def no_loading(spec):
+        raise AssertionError(f"{spec.name} was loaded in this process")
+
+    # Other tests may have loaded the model in this process: this call must not use it.
+    monkeypatch.setattr(local, "load_model", no_loading)
     options = CallOptions(max_tokens=12, temperature=0.0)
     text = "".join(shared.stream(ask("Name a colour."), options))
     assert text.strip()
     assert options.usage.prompt_tokens > 0 and 0 < options.usage.completion_tokens <= 12
-    assert not local._models  # no weights loaded in this process
     assert local.is_loaded("local-tiny")  # nothing to load: the page says no "loading"
 
 
