@@ -66,7 +66,10 @@ def env(tmp_path: Path) -> dict[str, str]:
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
     }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
+    # The embedded default, whichever pass runs this: its own SQLite file (read below), jobs in
+    # process, the in-memory channel layer.
+    for name in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL"):
+        env.pop(name, None)
     return env
 
 
