@@ -53,10 +53,12 @@ def _text(value: Any) -> str:
 _PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _ESCAPE = frozenset("[]<>")
 _ADDRESS = re.compile(
-    r"(?i)(?:[a-z][a-z0-9+.-]{1,20}://|(?:mailto|javascript|data|vbscript|file|tel):|www\.|"
+    r"(?i)(?:[a-z][a-z0-9+.-]{1,20}://|(?:mailto|xmpp|javascript|data|vbscript|file|tel):|www\.|"
     r"//(?=[a-z0-9-]+\.))[^\s`<>]+"
+    r"|[a-z0-9._+-]{1,64}@[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63}){1,20}"
 )
-"""Something a renderer could make a link of: https://…, mailto:…, www.…, //host.…"""
+"""Something a renderer could make a link of: https://…, mailto:…, www.…, //host.…, and a bare
+e-mail address (GitHub links `d=secret@evil.example` as a mailto: link)."""
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
@@ -111,7 +113,7 @@ def _safe_line(line: str) -> str:
                 out.append(line[i : close + run])
                 i = close + run
             continue
-        address = _ADDRESS.match(line, i) if char.isalpha() or char == "/" else None
+        address = _ADDRESS.match(line, i) if char.isalnum() or char == "/" else None
         if address and (i == 0 or not line[i - 1].isalnum()):
             shown = address.group(0)
             # Not the sentence's full stop, nor the ")" closing the markdown around it.
@@ -266,7 +268,7 @@ def _citation(c: dict[str, Any]) -> str:
 
 def github_issue(data: dict[str, Any]) -> str:
     """A GitHub-issue body: the summary, one `- [ ]` task per step, the files with status."""
-    out = [data["summary"] or data["plan"]["title"], ""]
+    out = [data["summary"] or _text(data["plan"]["title"]), ""]
     if data["steps"]:
         out += ["## Tasks", ""]
         for step in data["steps"]:

