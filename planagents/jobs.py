@@ -110,10 +110,14 @@ def sweep() -> None:
             log.warning("the sweep %s failed", path, exc_info=True)
 
 
-PARKERS = {"session": "conversations.tasks.park_session"}
+PARKERS = {
+    "session": "conversations.tasks.park_session",
+    "codebase": "rag.indexing.park_indexing",
+}
 """By the kind of a lease (its name up to the colon), what makes its work resumable at once
 when the job that held it stops without finishing: called with the id after the colon, once
-the lease is released. Work of other kinds is resumed once the sweep finds it stalled."""
+the lease is released, it marks the work stalled so the sweep at the next start dispatches
+it again. Work of other kinds is resumed once the sweep finds it stalled, a lease later."""
 
 
 def park_held(leftovers: list[str] | None = None) -> None:

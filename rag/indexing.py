@@ -12,6 +12,7 @@ A job that dies (a restart, a killed worker) stops renewing its lease. `resume_i
 sends such a codebase to a new job (`resume_indexing`) once the lease has run out and nothing
 has moved for as long: the codebase page calls it when it looks (the embedded default has no
 other process to notice), and every Celery worker's sweep calls `recover_stalled_indexing`.
+A job the shutdown cut is parked (`park_indexing`): the next start's sweep resumes it at once.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from planagents import leases
+from planagents import leases, shutdown
 from planagents.jobs import dispatch
 from rag import api, embeddings, index, pipeline, profile, versions
 from rag.models import Chunk, Codebase, CodeFile
@@ -91,6 +92,21 @@ def _run(codebase_id: int, claimable: QuerySet[Codebase]) -> None:
     # is ours to start, now that the lease is free.
     if Codebase.objects.filter(pk=codebase_id, status=Status.PENDING).exists():
         dispatch(resume_indexing, codebase_id)
+
+
+def park_indexing(codebase_id: int) -> None:
+    """Leave a codebase whose job a stopping server cut (planagents.jobs.PARKERS, once its
+    lease is released) for the next start: its heartbeat is set back past a lease period, so
+    the sweep there (recover_stalled_indexing) dispatches it again at once, and the page
+    resumes a ready one whose vectors stopped. A lease another job took meanwhile keeps the
+    codebase that job's."""
+    if leases.is_live(lease_name(codebase_id)):
+        return
+    long_ago = timezone.now() - stale_after() - timedelta(seconds=1)
+    if Codebase.objects.filter(pk=codebase_id, status__in=(*UNFINISHED, Status.READY)).update(
+        updated_at=long_ago
+    ):
+        log.warning("codebase %s parked: its indexing resumes at the next start", codebase_id)
 
 
 def _remove_if_deleted(codebase_id: int) -> None:
@@ -161,9 +177,10 @@ def _beat(codebase_id: int) -> None:
 def _progress(codebase_id: int, percent: int, stage: str) -> None:
     """Record progress; Superseded when the codebase is no longer ours to index (deleted, or
     a new version took it over), so the job stops instead of writing a folder for nobody."""
-    moved = Codebase.objects.filter(pk=codebase_id, status=Status.INDEXING).update(
-        progress=max(0, min(100, percent)), progress_stage=stage, updated_at=timezone.now()
-    )
+    fields = {"progress": max(0, min(100, percent)), "progress_stage": stage}
+    if not shutdown.stopping():  # a parked job (park_indexing) must not look alive again
+        fields["updated_at"] = timezone.now()
+    moved = Codebase.objects.filter(pk=codebase_id, status=Status.INDEXING).update(**fields)
     if not moved:
         raise Superseded()
 
