@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -41,8 +42,28 @@ from planagents.jobs import distributed
 
 log = logging.getLogger(__name__)
 
-# One runner per session per process; a second dispatch waits for the first to finish.
-_session_locks: defaultdict[int, threading.Lock] = defaultdict(threading.Lock)
+# One runner per session per process; a second dispatch waits for the first to finish. A
+# session's lock is kept only while a run holds it or waits for it (`users`), so the dict
+# holds the sessions running now, not every session this process ever ran.
+_session_locks: dict[int, tuple[threading.Lock, int]] = {}  # id → (lock, users)
+_locks_guard = threading.Lock()
+
+
+@contextmanager
+def _one_runner(session_id: int) -> Iterator[None]:
+    with _locks_guard:
+        lock, users = _session_locks.get(session_id) or (threading.Lock(), 0)
+        _session_locks[session_id] = (lock, users + 1)
+    try:
+        with lock:
+            yield
+    finally:
+        with _locks_guard:
+            users = _session_locks[session_id][1] - 1
+            if users:
+                _session_locks[session_id] = (lock, users)
+            else:
+                del _session_locks[session_id]
 
 
 def run_session(session_id: int) -> None:
@@ -50,7 +71,7 @@ def run_session(session_id: int) -> None:
         if distributed():
             _leased_runs(session_id)
         else:
-            with _session_locks[session_id]:
+            with _one_runner(session_id):
                 _leased_runs(session_id)
     except shutdown.ShuttingDown:
         park_session(session_id)  # its lease was released on the way out
