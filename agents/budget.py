@@ -1,9 +1,10 @@
-"""A session's budget of LLM calls, tokens and time. Every call is charged before it is made,
-its tokens after; when either runs out the agents hand the floor to the human. Time is limited
-twice: each call (at least PLANAGENTS_LLM_CALL_TIME_LIMIT, longer when this machine's measured
-speed and the prompt's size say it needs longer, and only once it has stalled) and each run of the agents, from the human
-handing them the floor until it comes back (PLANAGENTS_SESSION_TIME_LIMIT). A call past either
-is stopped like a human Stop, keeps what it wrote, and the human gets the floor."""
+"""A session's budget of LLM calls, tokens and time. Every call is charged before it is made (once
+the model's line lets it in: a call still waiting has cost nothing), its tokens after; when
+either runs out the agents hand the floor to the human. Time is limited twice: each call (at
+least PLANAGENTS_LLM_CALL_TIME_LIMIT, longer when this machine's measured speed and the prompt's
+size say it needs longer, and only once it has stalled) and each run of the agents, from the
+human handing them the floor until it comes back (PLANAGENTS_SESSION_TIME_LIMIT). A call past
+either is stopped like a human Stop, keeps what it wrote, and the human gets the floor."""
 
 from __future__ import annotations
 
@@ -39,6 +40,16 @@ def charge_call(session_id: int) -> None:
         session = PlanningSession.objects.get(pk=session_id)
         raise BudgetSpent(budget_message(session))
     _usage_changed(session_id)
+
+
+def check_budget(session_id: int) -> None:
+    """Refuse a call whose session spent its budget already, before it waits in the model's
+    line only to be refused there: charge_call, once the call is let in, is what counts it."""
+    session = PlanningSession.objects.only(
+        "calls_used", "call_budget", "tokens_used", "token_budget"
+    ).get(pk=session_id)
+    if budget_spent(session):
+        raise BudgetSpent(budget_message(session))
 
 
 def charge_tokens(session_id: int, usage: Usage) -> None:

@@ -1,12 +1,13 @@
 """The call policy: how one LLM call is made, whatever turn it serves.
 
 Every call goes through `call`: it is refused once the run's time is up, charged to the
-session's budget (agents.budget), held to its time limit, recorded (agents.trace) and scrubbed
-of configured API keys. A RetryableError before the first piece is retried after a backoff
-with jitter, or after the provider's Retry-After (capped); a failure after it is the turn's,
-since the text already shown cannot be taken back. A turn whose model stayed down through the
-retries, or died mid-reply, is finished on the session's fallback profile (`fallback_for`,
-`falls_back`); agents.turns does the finishing.
+session's budget (agents.budget) when it is let in to generate (not while it waits in the
+model's line), held to its time limit, recorded (agents.trace) and scrubbed of configured API
+keys. A RetryableError before the first piece is retried after a backoff with jitter, or after
+the provider's Retry-After (capped); a failure after it is the turn's, since the text already
+shown cannot be taken back. A turn whose model stayed down through the retries, or died
+mid-reply, is finished on the session's fallback profile (`fallback_for`, `falls_back`);
+agents.turns does the finishing.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from agents.budget import (
     CallClock,
     TimeLimitReached,
     charge_call,
+    check_budget,
     check_session_time,
     extend_run,
 )
@@ -119,6 +121,7 @@ def _in_line(
     if not getattr(provider, "queued", False):
         yield
         return
+    check_budget(session_id)  # a spent budget does not wait in line to be refused
     told: list[bool] = []
 
     def tell(where: model_queue.Place) -> None:
@@ -165,10 +168,11 @@ def call(
     attempt = 0
     while True:
         check_session_time(session_id)
-        charge_call(session_id)
         size = approx_tokens([m.content for m in prompt])
         named = purpose or (schema.__name__ if schema is not None else "")
         with _in_line(session_id, provider, named, size, message_id, options, should_stop):
+            # Charged once let in: the page's count of calls is of calls made, not waiting.
+            charge_call(session_id)
             record = trace.begin(
                 session_id,
                 provider,

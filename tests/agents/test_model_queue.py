@@ -1,10 +1,11 @@
 """The model queue (agents.model_queue): one line for the local model on this machine. Calls
 wait while the line is full, go by priority then arrival, a dead process's ticket never holds
 the line, a stop while waiting leaves it, and the page hears where a call stands, with a wait
-estimated from the calls ahead. Through a real session: the turn's line says "queued", the
-call's trace and time limit start when it is let in, and the wait does not count against the
-session's run time. Threads stand for other processes: the tickets live in the database, as
-they do between processes."""
+estimated from the calls ahead. A call is charged to its session's budget when it is let in,
+not while it waits (and one whose budget is spent does not wait). Through a real session: the
+turn's line says "queued", the call's trace and time limit start when it is let in, and the
+wait does not count against the session's run time. Threads stand for other processes: the
+tickets live in the database, as they do between processes."""
 
 import threading
 import time
@@ -15,12 +16,15 @@ from channels.db import database_sync_to_async
 from django.db import connections
 from django.utils import timezone
 
-from agents import model_queue
+from agents import call_policy, model_queue
+from agents.budget import charge_call
+from agents.errors import BudgetSpent
 from agents.model_queue import BACKGROUND, LIVE, Place
 from agents.models import LLMCall, ModelTicket
-from agents.providers.base import GenerationCancelled
+from agents.providers.base import CallOptions, ChatMessage, GenerationCancelled
 from agents.providers.fake import FakeProvider
 from conversations import services
+from conversations.models import PlanningSession
 from planagents.jobs import wait_for_jobs
 from tests.conversations.wsclient import Client
 from tests.scripted import NO_LOOKUPS
@@ -78,6 +82,16 @@ def waiting(purpose: str) -> None:
         time.sleep(0.02)
 
 
+def _ticket(purpose, *, estimate_s=None, ran_s=None, seen_s=0, priority=LIVE):
+    """A ticket of another process: generating for `ran_s` seconds (else waiting), last
+    checked in `seen_s` seconds ago."""
+    now = timezone.now()
+    admitted = None if ran_s is None else now - timedelta(seconds=ran_s)
+    return ModelTicket.objects.create(purpose=purpose, priority=priority, estimate_s=estimate_s,
+                                      admitted_at=admitted,
+                                      seen_at=now - timedelta(seconds=seen_s))  # fmt: skip
+
+
 def test_a_call_waits_while_the_line_is_full_and_starts_when_a_place_frees(settings):
     settings.PLANAGENTS_LLM_QUEUE_WIDTH = 1
     first = Caller("first").start()
@@ -131,8 +145,7 @@ def test_a_live_turn_goes_before_background_work_that_came_first(settings):
 def test_a_dead_process_ticket_does_not_hold_the_line(settings):
     settings.PLANAGENTS_LLM_QUEUE_WIDTH = 1
     settings.PLANAGENTS_LLM_QUEUE_STALE = 5
-    long_ago = timezone.now() - timedelta(seconds=60)
-    ModelTicket.objects.create(purpose="killed worker", admitted_at=long_ago, seen_at=long_ago)
+    _ticket("killed worker", ran_s=60, seen_s=60)
     caller = Caller("mine").start()
     assert caller.admitted.wait(5)
     caller.finish()
@@ -168,13 +181,6 @@ def test_a_stop_while_waiting_leaves_the_line(settings):
     first.finish()
 
 
-def _ticket(purpose, *, estimate_s, ran_s=None, priority=LIVE):
-    now = timezone.now()
-    admitted = None if ran_s is None else now - timedelta(seconds=ran_s)
-    return ModelTicket.objects.create(purpose=purpose, priority=priority,
-                                      estimate_s=estimate_s, admitted_at=admitted, seen_at=now)  # fmt: skip
-
-
 def test_the_wait_is_estimated_from_the_calls_ahead(settings):
     settings.PLANAGENTS_LLM_QUEUE_WIDTH = 1
     _ticket("generating", estimate_s=100, ran_s=40)
@@ -203,6 +209,89 @@ def test_an_unmeasured_call_ahead_gives_a_count_but_no_time(settings):
 @pytest.fixture
 def queued_fake(monkeypatch):
     monkeypatch.setattr(FakeProvider, "queued", True)
+
+
+@pytest.fixture
+def session(user, codebase):
+    return PlanningSession.objects.create(
+        owner=user, codebase=codebase, task="Add rate limiting to login", status="running",
+        agent_a_profile="fake", agent_b_profile="fake",
+    )  # fmt: skip
+
+
+class PolicyCall:
+    """One call through the call policy (agents.call_policy.call) on its own thread: `out`
+    holds its reply, or what it raised."""
+
+    def __init__(self, session_id: int, purpose: str = "behind") -> None:
+        self.session_id, self.purpose = session_id, purpose
+        self.out: list[object] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        prompt = [ChatMessage("user", "Add rate limiting to login.")]
+        try:
+            pieces = call_policy.call(self.session_id, FakeProvider("fake"), prompt,
+                                      CallOptions(), never, purpose=self.purpose)  # fmt: skip
+            self.out.append("".join(pieces))
+        except BaseException as exc:  # noqa: BLE001 (read by the test)
+            self.out.append(exc)
+        finally:
+            connections.close_all()
+
+
+def calls_used(session: PlanningSession) -> int:
+    return PlanningSession.objects.values_list("calls_used", flat=True).get(pk=session.pk)
+
+
+def test_a_call_is_charged_when_it_is_let_in_not_while_it_waits(session, settings, queued_fake):
+    settings.PLANAGENTS_LLM_QUEUE_WIDTH = 1
+    other = Caller("another session's call").start()
+    assert other.admitted.wait(10)
+    FakeProvider.script("fake", "A1: count the failures per user.")
+    mine = PolicyCall(session.pk)
+    waiting("behind")
+    time.sleep(3 * model_queue.POLL_SECONDS)
+    assert calls_used(session) == 0  # the page's "LLM calls" counts none while it waits
+
+    other.finish()
+    mine.thread.join(10)
+    assert mine.out == ["A1: count the failures per user."]
+    assert calls_used(session) == 1
+
+
+def test_a_call_whose_budget_ran_out_while_it_waited_is_refused_before_it_generates(
+    session, settings, queued_fake
+):
+    settings.PLANAGENTS_LLM_QUEUE_WIDTH = 1
+    PlanningSession.objects.filter(pk=session.pk).update(call_budget=1)
+    other = Caller("another session's call").start()
+    assert other.admitted.wait(10)
+    FakeProvider.script("fake", "never written")
+    mine = PolicyCall(session.pk)
+    waiting("behind")
+    charge_call(session.pk)  # the session's other call (a parallel lookup) took the last one
+
+    other.finish()
+    mine.thread.join(10)
+    assert len(mine.out) == 1 and isinstance(mine.out[0], BudgetSpent)
+    assert FakeProvider.pending("fake") == 1 and not FakeProvider.calls("fake")
+    assert not LLMCall.objects.filter(session=session).exists()
+    assert not ModelTicket.objects.exists()  # its place is given back
+    assert calls_used(session) == 1
+
+
+def test_a_call_whose_budget_is_spent_does_not_wait_in_line(session, settings, queued_fake):
+    settings.PLANAGENTS_LLM_QUEUE_WIDTH = 1
+    PlanningSession.objects.filter(pk=session.pk).update(call_budget=1, calls_used=1)
+    other = Caller("another session's call").start()
+    assert other.admitted.wait(10)
+    mine = PolicyCall(session.pk)
+    mine.thread.join(5)  # refused at once, not when the line frees
+    assert len(mine.out) == 1 and isinstance(mine.out[0], BudgetSpent)
+    assert not ModelTicket.objects.filter(purpose="behind").exists()
+    other.finish()
 
 
 async def test_a_turn_in_line_says_so_and_its_clocks_start_when_it_is_let_in(
