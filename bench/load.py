@@ -88,19 +88,15 @@ def csrf_post(client: Any, url: str, data: dict[str, Any]) -> Any:
 
 async def watch(port: int, cookie: str, session_id: int, started: float) -> dict[str, Any]:
     """Follow one session as its page would: approve at the checkpoint, stop at the end."""
-    from websockets.asyncio.client import connect
+    from tests.scaleout.wsremote import RemoteClient
 
     seen: dict[str, Any] = {"first_token_s": None, "queued_ahead": None, "queued_frames": 0}
-    async with connect(
-        f"ws://127.0.0.1:{port}/ws/sessions/{session_id}/",
-        origin=f"http://127.0.0.1:{port}",  # type: ignore[arg-type]
-        additional_headers={"Cookie": f"sessionid={cookie}"},
-        max_size=None,
-    ) as ws:
-        await ws.send(json.dumps({"type": "resume", "after_seq": 0}))
+    client = RemoteClient(port, cookie, session_id)
+    await client.connect()  # and resumes from seq 0, as the page does
+    try:
         approved = False
         while True:
-            event = json.loads(await asyncio.wait_for(ws.recv(), 1800))
+            event = await client.until(lambda _: True, timeout=1800)  # the next event
             kind = event["type"]
             if kind == "message.delta" and seen["first_token_s"] is None:
                 seen["first_token_s"] = time.monotonic() - started
@@ -113,13 +109,15 @@ async def watch(port: int, cookie: str, session_id: int, started: float) -> dict
                 if status == "awaiting_human" and event.get("node") == "checkpoint":
                     if not approved:
                         approved = True
-                        await ws.send(json.dumps({"type": "control", "action": "approve"}))
+                        await client.send({"type": "control", "action": "approve"})
                 elif status in ("completed", "failed", "stopped") or (
                     status == "awaiting_human" and event.get("error")
                 ):
                     seen.update(status=status, error=event.get("error") or "")
                     seen["wall_s"] = time.monotonic() - started
                     return seen
+    finally:
+        await client.close()
 
 
 async def pages(port: int, cookie: str, stop: asyncio.Event, out: list[float]) -> None:
