@@ -63,6 +63,16 @@ def planted() -> dict[str, tuple[str, str]]:
         ),
         ".env": ("env file", f"SECRET_KEY={_token(ALNUM, 40)}\n"),
         "config/.env.production": ("env file, suffix", f"API_KEY={_token(ALNUM, 32)}\n"),
+        "config/prod.env.local": ("env file, variant", f"API_KEY={_token(ALNUM, 32)}\n"),
+        "config/database.json": (
+            "password in json",
+            f'{{"production": {{"password": "{_token(ALNUM, 16)}"}}}}\n',
+        ),
+        "appsettings.json": (
+            "connection string in json",
+            f'{{"Db": "Server=db;User Id=sa;Password={_token(ALNUM, 16)};"}}\n',
+        ),
+        "deploy/terraform.tfvars": ("password in tfvars", f'db_password = "{_token(ALNUM, 16)}"\n'),
         "settings/local.ini": (
             "password in ini",
             f"[database]\nhost = db\npassword = {_token(ALNUM, 14)}\n",
@@ -150,6 +160,8 @@ def ordinary() -> dict[str, str]:
         "frontend/.npmrc": "registry=https://registry.npmjs.org/\nsave-exact=true\n",
         "tests/test_login.py": 'PASSWORD = "correct horse battery"\n',
         "docs/uuid.txt": "id: 123e4567-e89b-12d3-a456-426614174000\n",
+        "package.json": '{"name": "shop", "scripts": {"test": "jest"}, "private": true}\n',
+        "locales/en.json": '{"password": "Password", "token": "Token"}\n',
     }
 
 

@@ -3,7 +3,7 @@
 Three checks, each over the whole file:
 
 - **Names** that say a file holds secrets: environment files (`.env`, `prod.env`, `.env.local`,
-  not `.env.example`), private keys (`id_rsa*`, `*.pem`, `*.key`, key stores), credential and
+  `prod.env.local`, not `.env.example`), private keys (`id_rsa*`, `*.pem`, `*.key`, key stores), credential and
   secret files (`credentials.json`, `secrets.yaml`, `.netrc`, `.pypirc`, `.git-credentials`, …).
   No maintained scanner keeps such a list (detect-secrets reads contents only), so it is ours.
 - **Tokens** whose format a provider owns: the patterns of detect-secrets' regex plugins (AWS,
@@ -12,7 +12,8 @@ Three checks, each over the whole file:
   (Anthropic, Google API keys, GitHub fine-grained tokens).
 - **Assignments** of a secret-sounding key (detect-secrets' keyword list: password, secret,
   api_key, …) to a literal value, in configuration files only (`.ini`, `.cfg`, `.yaml`, `.toml`,
-  `.properties`, `.npmrc`, …), where detect-secrets too accepts an unquoted value. In source
+  `.json`, `.properties`, `.tfvars`, `.npmrc`, …), where detect-secrets too accepts an unquoted
+  value (a JSON locale's `"password": "Mot de passe"` is withheld too: the safe mistake). In source
   code the same rule flags every test fixture, so it is not applied there.
 
 detect-secrets runs Python `re` patterns line by line, and several can backtrack for a long
@@ -76,11 +77,14 @@ _SECRET_SUFFIXES = {
     ".kdbx": "a KeePass database",
     ".tfstate": "a Terraform state file (it holds every secret Terraform saw)",
 }
+_ENV_VARIANTS = frozenset({"local", "prod", "production", "staging", "dev", "development"})
+"""What follows `.env` in an environment file's name (prod.env.local)."""
 _SSH_KEYS = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519")
 _TEMPLATES = frozenset({"example", "sample", "template", "dist", "defaults", "test", "tpl"})
 _CONFIG_SUFFIXES = frozenset(
-    {".ini", ".cfg", ".cf", ".cnf", ".conf", ".properties", ".toml", ".yaml", ".yml", ".eyaml"}
-)
+    {".ini", ".cfg", ".cf", ".cnf", ".conf", ".properties", ".toml", ".yaml", ".yml", ".eyaml",
+     ".json", ".tfvars"}
+)  # fmt: skip
 _CONFIG_NAMES = frozenset({".npmrc", ".yarnrc", ".pypirc", ".pip.conf", "pip.conf", ".s3cfg"})
 
 _SKIPPED_PLUGINS = {
@@ -180,6 +184,8 @@ def _by_name(path: str) -> str:
     if lower.startswith(".env.") and lower.removeprefix(".env.") not in _TEMPLATES:
         return f"Looks like an environment file ({name})."
     if suffix == ".env" and not (_TEMPLATES & set(lower.split(".")[:-1])):
+        return f"Looks like an environment file ({name})."
+    if lower.split(".")[-2:-1] == ["env"] and lower.split(".")[-1] in _ENV_VARIANTS:
         return f"Looks like an environment file ({name})."
     if lower.startswith(_SSH_KEYS) and not lower.endswith(".pub"):
         return "Looks like an SSH private key."

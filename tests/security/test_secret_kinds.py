@@ -41,6 +41,10 @@ WITHHELD = {
     "src/anthropic.py": f'KEY = "sk-ant-api03-{token(90)}"\n',
     "src/sendgrid.py": f'KEY = "SG.{token(22)}.{token(43)}"\n',
     "src/basic_auth.py": f'URL = "https://admin:{token(14)}@internal.example.com/"\n',
+    "config/database.json": f'{{"production": {{"password": "{token(16)}"}}}}\n',
+    "appsettings.json": f'{{"Db": "Server=db;User Id=sa;Password={token(16)};"}}\n',
+    "deploy/terraform.tfvars": f'db_password = "{token(16)}"\n',
+    "config/prod.env.local": "DB_HOST=db\n",
 }
 
 SHOWN = {
@@ -53,6 +57,9 @@ SHOWN = {
     "web/.npmrc": "registry=https://registry.npmjs.org/\nsave-exact=true\n",
     "tests/test_login.py": 'PASSWORD = "correct horse battery"\n',
     "README.md": "Set `DATABASE_URL=postgres://user:pw@host:5432/db`.\n",
+    "package.json": '{"name": "shop", "scripts": {"test": "jest"}, "private": true}\n',
+    "locales/en.json": '{"password": "Password", "token": "Token", "secret": "${SECRET}"}\n',
+    "config/settings.env.py": "ENV = 'prod'\n",
 }
 
 
