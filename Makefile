@@ -59,4 +59,4 @@ bench-load:
 	.venv/bin/python bench/load.py --topology inprocess,scaled --sessions 1,2,4
 	.venv/bin/python bench/load.py --topology inprocess,scaled --sessions 2 \
 		--cold-pack var/swe-dev/packs/astropy-5.3.xml --note "beside a cold index"
-	.venv/bin/python bench/memory_cycles.py --cycles 20 --profile local
+	.venv/bin/python bench/memory_cycles.py --cycles 20 --profile local-1.5b

@@ -4,7 +4,7 @@ the scaled one (one `manage.py llm_server`, two daphne servers, two Celery worke
 machine's PostgreSQL and Redis), optionally beside a cold index of a big codebase.
 
     .venv/bin/python bench/load.py [--topology inprocess,scaled] [--sessions 1,2,4]
-                                   [--profile local] [--cold-pack PACK] [--out FILE]
+                                   [--profile local-1.5b] [--cold-pack PACK] [--out FILE]
 
 Sessions are started as a user starts them (the new-session form, POSTed to a server, so the
 jobs run where a user's would) and watched over their websockets as a page watches them; each
@@ -22,6 +22,9 @@ is approved at its checkpoint and followed to its end. Per run:
 Results are appended to `--out` (default bench/RESULTS-load.md), one table row per run, so a
 long bench can run in parts. Run it alone on the machine: it measures contention on purpose,
 and anything else running is contention it cannot tell from its own. Not a test.
+
+Sessions run on `--profile`, the product's default model unless told otherwise; a smoke run of
+the harness itself is `--profile fake` (PLANAGENTS_FAKE_LLM=1 alone still loads the model).
 """
 
 from __future__ import annotations
@@ -285,7 +288,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--topology", default="inprocess,scaled")
     parser.add_argument("--sessions", default="1,2,4")
-    parser.add_argument("--profile", default="local")
+    parser.add_argument("--profile", default="local-1.5b", help="the default model; fake for a smoke run")
     parser.add_argument(
         "--pack", type=Path, default=ROOT / "tests" / "fixtures" / "repomix" / "sample.xml"
     )
