@@ -413,8 +413,9 @@ def _check_message_rate(user: Any, session_id: int) -> None:
     """Refuse a message past the per-session or per-user limit for the last minute: each one
     is stored, rendered, put in a prompt and, at a checkpoint, restarts the agents."""
     now = timezone.now()
+    # The task is the session's first message (seq 1), written by the form, not typed here.
     recent = Message.objects.filter(
-        role=Message.Role.USER, created_at__gt=now - MESSAGE_RATE_WINDOW
+        role=Message.Role.USER, seq__gt=1, created_at__gt=now - MESSAGE_RATE_WINDOW
     )
     limits = (
         (recent.filter(session_id=session_id), settings.PLANAGENTS_SESSION_MESSAGES_PER_MINUTE,

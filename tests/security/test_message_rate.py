@@ -34,13 +34,14 @@ def running(user, codebase, monkeypatch):
 
 
 def typed(session: PlanningSession) -> int:
-    return Message.objects.filter(session=session, role=Message.Role.USER).count()
+    """The messages the human typed: the task, the session's first message, is not one."""
+    return Message.objects.filter(session=session, role=Message.Role.USER, seq__gt=1).count()
 
 
 def test_a_session_takes_the_limit_of_messages_in_a_minute_and_refuses_the_next(user, running):
     session = running()
-    # The task is the session's first message; the human's notes make up the rest.
-    for n in range(3 - typed(session)):
+    # The task is the session's first message, from the form: all three are the human's own.
+    for n in range(3):
         services.post_user_message(user, session.pk, f"note {n}")
 
     with pytest.raises(services.TooManyMessages, match=r"3 messages in this session .* wait \d+ s"):
@@ -50,7 +51,7 @@ def test_a_session_takes_the_limit_of_messages_in_a_minute_and_refuses_the_next(
 
 def test_messages_older_than_a_minute_no_longer_count(user, running):
     session = running()
-    for n in range(3 - typed(session)):
+    for n in range(3):
         services.post_user_message(user, session.pk, f"note {n}")
     Message.objects.filter(session=session).update(
         created_at=timezone.now() - timedelta(seconds=61)
@@ -61,11 +62,10 @@ def test_messages_older_than_a_minute_no_longer_count(user, running):
 
 def test_a_user_spreading_messages_over_sessions_meets_the_per_user_limit(user, running):
     first, second = running(), running()
-    for n in range(3 - typed(first)):
+    for n in range(3):
         services.post_user_message(user, first.pk, f"note {n}")
-    # The task of each session is a message of its own; the rest of the five come from here.
-    spent = Message.objects.filter(session__owner=user, role=Message.Role.USER).count()
-    for n in range(5 - spent):
+    # Sessions' tasks are not typed messages: two more make the five.
+    for n in range(2):
         services.post_user_message(user, second.pk, f"other {n}")
 
     with pytest.raises(services.TooManyMessages, match="across your sessions"):
@@ -74,7 +74,7 @@ def test_a_user_spreading_messages_over_sessions_meets_the_per_user_limit(user, 
 
 def test_change_requests_at_a_checkpoint_are_limited_too(user, running):
     session = running()
-    for n in range(3 - typed(session)):
+    for n in range(3):
         PlanningSession.objects.filter(pk=session.pk).update(
             status=PlanningSession.Status.AWAITING_HUMAN
         )
