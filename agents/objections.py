@@ -231,6 +231,27 @@ def _clip(text: str) -> str:
     return text if len(text) <= OBJECTION_CHARS else text[: OBJECTION_CHARS - 1].rstrip() + "…"
 
 
+_FINISHED = re.compile(r"[.!?:;)\]`\"'»…*_|]\s*$")
+"""How a finished sentence, bullet or table row ends."""
+
+
+def without_unfinished_end(review: str) -> str:
+    """A review that ran out of tokens, without the sentence it was cut in: its last line
+    when that is a bullet or a line of its own, else the paragraph's words after the last
+    finished sentence. A cut item ("A new test file `tests/test_x.py` is") says nothing, and
+    must not become an objection that the plan keeps."""
+    lines = review.rstrip().splitlines()
+    if not lines or _FINISHED.search(lines[-1]):
+        return review
+    last = lines[-1]
+    if _BULLET.match(last) or len(lines) == 1 and not _SENTENCE_END.search(last):
+        return "\n".join(lines[:-1]).rstrip()
+    ends = list(_SENTENCE_END.finditer(last))
+    if not ends:
+        return "\n".join(lines[:-1]).rstrip()
+    return "\n".join([*lines[:-1], last[: ends[-1].start()]]).rstrip()
+
+
 def cut(review: str) -> list[str]:
     """The items of a review: its bullet or numbered lines when it wrote some, else its
     sentences; each once (a small model that loops repeats its list), notes the app appended

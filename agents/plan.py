@@ -196,7 +196,7 @@ def _step_code(step: dict[str, Any]) -> list[str]:
         verdict = (
             "its lines match the code above"
             if sketch.get("checked")
-            else "**does not match the code**: " + _text(sketch.get("problem"))
+            else "**fails the check**: " + _text(sketch.get("problem"))
         )
         out += ["", f"   Change sketch ({verdict}):", ""]
         out += [f"   {line}" for line in fenced(diff_lines(sketch), "diff")]

@@ -373,7 +373,7 @@ class Quality:
                 parts.append(_count(self.new_definitions, "new definition"))
             checked = f"{self.sketches_checked} sketches checked"
             if self.sketches > self.sketches_checked:
-                checked += f" ({self.sketches - self.sketches_checked} not matching the code)"
+                checked += f" ({self.sketches - self.sketches_checked} failing the check)"
             parts.append(checked)
         parts.append(_count(len(self.invented_paths), "invented path"))
         parts.append(_count(len(self.invented_names), "invented name"))

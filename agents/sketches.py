@@ -4,15 +4,21 @@ alone, checked against it.
 
 A small model asked for a whole plan restates the bug as the fix; asked for one definition's
 change, with its code in front of it, it writes the change. So each sketch is one small call
-(agents.planning.sketching): the task, the step, and the definition's code. The "before" lines are held to the code's own
-lines by the schema (an enum of them: the local model's grammar cannot write another line);
-whatever a provider returns, the app checks every "before" line is in the code, character for
-character after whitespace is folded, and an "after" that changes nothing is no sketch. A
-sketch that fails the check is asked for once more with the problem shown, then kept flagged.
+(agents.planning.sketching): the task, the step, and the definition's code. The "before" lines
+are held to the code's own lines by the schema (an enum of them: the local model's grammar
+cannot write another line). Whatever a provider returns, the app checks that every "before"
+line is in the code, character for character after whitespace is folded, and that they are
+consecutive; an "after" that changes nothing is no sketch; and a definition that parses must
+still parse with the change applied (tree-sitter). The model answers in the folded lines it
+was offered, so its "after" lines get the code's indentation back. A sketch that fails the
+check is asked for once more with the problem shown, then kept flagged. One that passes is
+shown as a unified diff hunk with the code's real line numbers and two lines around it.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +43,8 @@ class Excerpt:
     lines: tuple[str, ...]
     whole: tuple[int, int]
     """The definition's own first and last line (the excerpt may be a window of it)."""
+    language: str = ""
+    """The file's language as the index detected it (to parse the code a sketch leaves)."""
 
     @property
     def end(self) -> int:
@@ -60,7 +68,7 @@ def excerpt(codebase_id: int, target: dict[str, Any], near: int | None = None) -
         return None
     row = (
         CodeFile.objects.filter(codebase_id=codebase_id, path=target.get("path"))
-        .values_list("content", "withheld_reason")
+        .values_list("content", "withheld_reason", "language")
         .first()
     )
     if row is None or row[1]:
@@ -83,6 +91,7 @@ def excerpt(codebase_id: int, target: dict[str, Any], near: int | None = None) -
         first,
         tuple(lines[first - 1 : last]),
         (start, end),
+        row[2] or "",
     )
 
 
@@ -117,15 +126,18 @@ def sketch_schema(code: Excerpt) -> type[BaseModel]:
 @dataclass(frozen=True)
 class Checked:
     before: list[str]
-    """The "before" lines as the code spells them (indentation included)."""
+    """The lines the sketch replaces as the code spells them (indentation included): the
+    consecutive lines from its first "before" line to its last, blank ones between them too."""
     start: int
     """The line number of the first "before" line (0 when it is not in the code)."""
     problems: list[str]
 
 
 def check(before: list[str], after: list[str], code: Excerpt) -> Checked:
-    """Each "before" line found in the code, in order, after white space is folded; an empty
-    sketch or one whose "after" equals its "before" is a problem too."""
+    """Each "before" line found in the code, in order, after white space is folded, and the
+    lines found consecutive (blank lines between them aside): a sketch is one hunk a developer
+    can apply, not lines picked here and there. An empty sketch, or one whose "after" equals
+    its "before", is a problem too."""
     problems: list[str] = []
     folded = [fold(line) for line in code.lines]
     found: list[int] = []
@@ -146,8 +158,17 @@ def check(before: list[str], after: list[str], code: Excerpt) -> Checked:
         problems.append("The sketch names no line of the code it changes.")
     elif [fold(a) for a in after if fold(a)] == [fold(b) for b in before if fold(b)]:
         problems.append("The sketch's after lines are its before lines: it changes nothing.")
-    lines = [code.lines[i] for i in found]
-    return Checked(lines, code.start + found[0] if found else 0, problems)
+    if not found:
+        return Checked([], 0, problems)
+    first, last = min(found), max(found)
+    skipped = [n for n in range(first, last + 1) if folded[n] and n not in found]
+    if skipped and not problems:
+        line = code.lines[skipped[0]].strip()
+        problems.append(
+            f"The before lines skip line {code.start + skipped[0]} (`{line}`): give the "
+            "consecutive lines of the code that change, from the first to the last."
+        )
+    return Checked(list(code.lines[first : last + 1]), code.start + first, problems)
 
 
 def _index(folded: list[str], want: str, start: int) -> int | None:
@@ -157,20 +178,141 @@ def _index(folded: list[str], want: str, start: int) -> int | None:
     return None
 
 
-def reindented(after: list[str], before: list[str]) -> list[str]:
-    """The "after" lines with the code's indentation when the model wrote none: it answers
-    with lines stripped of the indentation the "before" lines have."""
-    indents = {line[: len(line) - len(line.lstrip())] for line in before if line.strip()}
-    if not after or len(indents) != 1 or any(a[:1].isspace() for a in after if a.strip()):
+_OPENS = (":", "{", "(", "[")
+_CLOSES = (")", "}", "]")
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def reindented(after: list[str], before: list[str], unit: str = "    ") -> list[str]:
+    """The "after" lines with the code's indentation. The model is offered the code's lines
+    folded, so it writes them flat and indents only what it nests under them ("else:" flat,
+    its new body 4 spaces in). A line the code already has gets that line's own indentation;
+    a new line keeps the model's indentation relative to the line above it, one `unit` deeper
+    after a line that opens a block when the model did not indent it, one shallower when it
+    closes one."""
+    indented = [b for b in before if b.strip()]
+    if not after or not indented:
         return list(after)
-    indent = indents.pop()
-    return [f"{indent}{line}" if line.strip() else line for line in after]
+    by_text: dict[str, list[str]] = {}
+    for line in indented:
+        by_text.setdefault(fold(line), []).append(_indent(line))
+    depths = sorted({len(_indent(a).expandtabs(4)) for a in after if a.strip()})
+    steps = [b - a for a, b in zip(depths, depths[1:], strict=False)]
+    model_unit = min(steps) if steps else 4
+    out: list[str] = []
+    previous, previous_model, previous_text = _indent(indented[0]), None, ""
+    for line in after:
+        text = fold(line)
+        if not text:
+            out.append("")
+            continue
+        mine = len(_indent(line).expandtabs(model_unit))
+        if by_text.get(text):
+            indent = by_text[text].pop(0)
+        else:
+            levels = 0 if previous_model is None else round((mine - previous_model) / model_unit)
+            if levels <= 0 and previous_text.endswith(_OPENS):
+                levels = 1
+            elif levels == 0 and text.startswith(_CLOSES):
+                levels = -1
+            indent = (
+                previous + unit * levels
+                if levels >= 0
+                else previous[: max(0, len(previous) - len(unit) * -levels)]
+            )
+        out.append(f"{indent}{line.strip()}")
+        previous, previous_model, previous_text = indent, mine, text
+    return out
+
+
+def indent_unit(code: Excerpt) -> str:
+    """The code's own indentation step (its smallest indentation deeper than another's)."""
+    depths = sorted({len(_indent(line)) for line in code.lines if line.strip()})
+    steps = [b - a for a, b in zip(depths, depths[1:], strict=False) if b > a]
+    tab = any(line.startswith("\t") for line in code.lines)
+    return "\t" if tab else " " * (min(steps) if steps else 4)
+
+
+def edited(code: Excerpt, checked: Checked, after: list[str]) -> list[str]:
+    """The excerpt's lines with the sketch applied: its "before" span replaced by `after`."""
+    at = checked.start - code.start
+    return [*code.lines[:at], *after, *code.lines[at + len(checked.before) :]]
+
+
+HUNK_CONTEXT = 2
+"""Unchanged lines shown around a sketch's change, as `diff -U2` would."""
+
+
+def with_blank_lines(after: list[str], before: list[str]) -> list[str]:
+    """`after` with the blank lines of the replaced code kept where they were: the model is
+    never offered a blank line, so it cannot mean to remove one. Each goes after the "after"
+    line that repeats the line above it in the code (none when no line repeats it)."""
+    out = list(after)
+    searched = 0
+    for n, line in enumerate(before):
+        if line.strip() or n == 0 or not before[n - 1].strip():
+            continue
+        above = fold(before[n - 1])
+        at = next((i for i in range(searched, len(out)) if fold(out[i]) == above), None)
+        if at is not None and (at + 1 >= len(out) or out[at + 1].strip()):
+            out.insert(at + 1, "")
+            searched = at + 2
+    return out
+
+
+_HEADER = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+
+
+def hunk(code: Excerpt, checked: Checked, after: list[str]) -> list[str]:
+    """The sketch as unified diff hunks with the code's real line numbers and two unchanged
+    lines around each change (difflib, as `diff -U2`): what `git apply` takes, and what a
+    reviewer reads. Lines the sketch repeats unchanged are context, not removed and added."""
+    lines = list(
+        difflib.unified_diff(
+            list(code.lines), edited(code, checked, after), lineterm="", n=HUNK_CONTEXT
+        )
+    )[2:]  # the ---/+++ file header
+    offset = code.start - 1
+    out: list[str] = []
+    for line in lines:
+        found = _HEADER.match(line)
+        if found:
+            old, new = int(found[1]) + offset, int(found[3]) + offset
+            line = f"@@ -{old}{found[2] or ''} +{new}{found[4] or ''} @@ {code.name}"
+        out.append(line)
+    return out
+
+
+def syntax_problem(code: Excerpt, checked: Checked, after: list[str]) -> str:
+    """A problem when the definition parses as it is and no longer does with the sketch
+    applied (tree-sitter, the index's own parsers; a window of a long definition that does not
+    parse on its own is not judged). "" when it parses, or cannot be judged."""
+    from rag.symbols import parse_errors  # the index's parsers, loaded on first use
+
+    before = parse_errors(code.path, code.language, list(code.lines))
+    if before is None or before:
+        return ""
+    broken = parse_errors(code.path, code.language, edited(code, checked, after))
+    if not broken:
+        return ""
+    line = checked.start + max(0, broken[0] - 1 - (checked.start - code.start))
+    return (
+        f"With this change `{code.name}` no longer parses (near line {line}): write the after "
+        "lines as complete code, with the indentation and brackets of the code around them."
+    )
 
 
 # ------------------------------------------------------------------ rendering
 
 
 def diff_lines(sketch: dict[str, Any]) -> list[str]:
+    """The sketch as diff lines: its hunk (real line numbers, context) when it has one, else
+    its "before" and "after" lines (a sketch being written, or one stored before hunks)."""
+    if sketch.get("hunk"):
+        return [str(line) for line in sketch["hunk"]]
     before = [str(b) for b in sketch.get("before") or []]
     after = [str(a) for a in sketch.get("after") or []]
     return [*(f"-{b}" for b in before), *(f"+{a}" for a in after)]

@@ -14,6 +14,7 @@ names (calls, attributes, imports), not only the ones that mean one particular `
 from __future__ import annotations
 
 import logging
+import textwrap
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -333,6 +334,30 @@ def extract(path: str, text: str, language: str) -> FileSymbols | None:
     result.references.sort(key=lambda item: item[1])
     result.imports = _imports(name, import_captures)
     return result
+
+
+def parse_errors(path: str, language: str, lines: list[str]) -> list[int] | None:
+    """The lines (1-based, of `lines`) where a piece of code does not parse, [] when it does,
+    None when its language has no grammar here. The piece is dedented first: a method's code
+    is indented inside its class."""
+    name = grammar_name(path, language)
+    if name is None:
+        return None
+    data = textwrap.dedent("\n".join(lines)).encode("utf-8", "replace")
+    if len(data) > MAX_BYTES:
+        return None
+    root = _parser(name).parse(data).root_node
+    if not root.has_error:
+        return []
+    found: set[int] = set()
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.is_error or node.is_missing:
+            found.add(node.start_point.row + 1)
+        elif node.has_error:
+            pending.extend(node.children)
+    return sorted(found)
 
 
 def _definition(

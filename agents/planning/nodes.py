@@ -28,6 +28,8 @@ from agents.investigation.session import investigate as run_investigation
 from agents.investigation.task_names import named_files
 from agents.investigation.tools import Workspace
 from agents.loops import hand_over, noted, session_loop
+from agents.models import LLMCall
+from agents.objections import without_unfinished_end
 from agents.plan import (
     append_version,
     build_version,
@@ -62,6 +64,12 @@ from rag.roles import LEXICAL_ONLY
 
 PROPOSAL_TOKENS = 1200
 PLAN_TOKENS = 1600
+REVIEW_TOKENS = 320
+STEP_RULE = (
+    "Each step changes the code and says how; finding, reading or understanding the code is "
+    "not a step."
+)
+"""The 1.5B model's first step was "Identify the problematic line": nothing a developer does."""
 NEW_DEFINITION_FILES = 4
 """The candidate files a step may add a new definition to (the first ones: the enum's order is
 the evidence's)."""
@@ -310,7 +318,7 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
     request = (
         "Propose the change as JSON. summary: two or three sentences on what changes and why. "
         "steps: the ordered implementation steps, each with a short title, a detail that cites "
-        f"{_cite(ctx)}, and the files it touches. {_files_rule(ctx)} "
+        f"{_cite(ctx)}, and the files it touches. {STEP_RULE} {_files_rule(ctx)} "
         + language_rule(ctx.session.language)
     )
     parts.append(request)
@@ -367,7 +375,7 @@ def review_and_refine(ctx: NodeContext) -> NodeResult:
         turn_key=f"review:{ctx.state.iteration}",
         node="review_and_refine",
         messages=[ctx.system(AGENT_B), ChatMessage("user", prompt)],
-        max_tokens=320,
+        max_tokens=REVIEW_TOKENS,
         # A "review" that restates the proposal, or the task and the instruction, is no review.
         answering=f"{proposal_md}\n{ctx.session.task}\n{request}",
         answering_label="Agent A's proposal and the task",
@@ -376,7 +384,16 @@ def review_and_refine(ctx: NodeContext) -> NodeResult:
         reviewing=True,
     )
     _store_citations(ctx, message)
-    return NodeResult({"review": message.content})
+    review = message.content
+    if _ran_out(message, REVIEW_TOKENS):  # its last sentence is unfinished: no objection
+        review = without_unfinished_end(review)
+    return NodeResult({"review": review})
+
+
+def _ran_out(message: Message, max_tokens: int) -> bool:
+    """Whether the reply's last call stopped at its token limit (the model was cut off)."""
+    last = LLMCall.objects.filter(message=message).order_by("-pk").first()
+    return last is not None and last.completion_tokens >= max_tokens
 
 
 def _show_checks(ctx: NodeContext, points: list[str]) -> None:
@@ -502,12 +519,32 @@ def _cite(ctx: NodeContext) -> str:
     return "`path:line` and the evidence as [E#]" if ctx.evidence else "`path:line`"
 
 
+LISTED_DEFINITIONS = 16
+"""Definitions named in the request for a step's symbol (the schema's enum holds them all)."""
+
+
+def _definition_choices(definitions: dict[str, Definition]) -> str:
+    """The definitions a step's symbol may name, by file with their first lines, for the
+    request: a model that only meets the choices in the grammar picks "none", not knowing
+    them."""
+    by_file: dict[str, list[str]] = {}
+    for name, where in list(definitions.items())[:LISTED_DEFINITIONS]:
+        by_file.setdefault(where[0], []).append(f"`{name}` {where[1]}")
+    listed = "; ".join(f"{path}: {', '.join(names)}" for path, names in by_file.items())
+    more = len(definitions) - LISTED_DEFINITIONS
+    return f"The definitions in the code shown, by file and line: {listed}" + (
+        f" (and {more} more)." if more > 0 else "."
+    )
+
+
 def _files_rule(ctx: NodeContext) -> str:
     if ctx.evidence and ctx.candidates():
+        definitions = ctx.definitions()
         symbol = (
             "Each step's symbol is the function or class of the code shown that it changes, "
-            f'"{NEW_DEFINITION}<file>" when it adds a new one to that file, or "{NO_SYMBOL}". '
-            if ctx.definitions()
+            f'"{NEW_DEFINITION}<file>" when it adds a new one to that file, or "{NO_SYMBOL}" '
+            f"when it changes no code. {_definition_choices(definitions)} "
+            if definitions
             else ""
         )
         return (
@@ -553,8 +590,8 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
         "change does and why. effort: size S, M, L or XL and an estimate such as '2-3 days'. "
         "decisions: the design choices, each with its reason. steps: "
         f"ordered, each with a title, a detail citing {_cite(ctx)}, and its files. "
-        f"{_files_rule(ctx)} testing: the concrete tests to add or run. risks: the concrete "
-        "failure cases of this change and how to guard against them. "
+        f"{STEP_RULE} {_files_rule(ctx)} testing: the concrete tests to add or run. "
+        "risks: the concrete failure cases of this change and how to guard against them. "
         + language_rule(ctx.session.language)
     )
     prompt = "\n\n".join(
@@ -659,7 +696,8 @@ def without_copies(
     prompt; where code knows better, it fills the gap (the summary from the steps' titles, the
     tests from the codebase's test command). Sentences that paste the app's `checks` (shown
     to the model as facts, not as text for the plan) are taken out of every field: both local
-    models appended them to each step, reason and test."""
+    models appended them to each step, reason and test. A decision or risk that copies the
+    summary is taken out too."""
     prose = ("summary", "decisions", "testing", "risks")  # a proposal has only the summary
     out = _without_checks(dict(data), "\n".join(checks or []))
     for key in prose:
@@ -668,6 +706,13 @@ def without_copies(
             out[key] = ""
         elif isinstance(value, list):
             out[key] = [v for v in value if not (isinstance(v, str) and is_copied(v, request))]
+    # A decision or a risk that is the summary again is neither (the 1.5B model copies its
+    # summary into Decisions): the summary says it once.
+    summary = str(out.get("summary") or "")
+    for key in ("decisions", "risks"):
+        value = out.get(key)
+        if summary and isinstance(value, list):
+            out[key] = [v for v in value if not (isinstance(v, str) and is_copied(v, summary))]
     titles = [str(s.get("title", "")).strip() for s in out.get("steps") or [] if s.get("title")]
     if not str(out.get("summary") or "").strip() and titles:
         out["summary"] = "The change, step by step: " + "; ".join(titles) + "."

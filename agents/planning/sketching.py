@@ -12,9 +12,13 @@ from agents.sketches import (
     Excerpt,
     check,
     excerpt,
+    hunk,
+    indent_unit,
     reindented,
     render_sketch_message,
     sketch_schema,
+    syntax_problem,
+    with_blank_lines,
 )
 from agents.turns import Agent, structured_turn
 from conversations.models import PlanningSession
@@ -32,14 +36,14 @@ def sketch_prompt(
 ) -> list[ChatMessage]:
     where = f"`{code.path}:{code.start}-{code.end}`"
     request = (
-        "Write the change this step makes to this code only, as JSON. before: the lines of "
-        "the code above that change (1 to 8, copied exactly, in order; to add code, the line "
-        "it goes after). after: what those lines become (the new lines, same indentation). "
-        "Change only what the step needs."
+        "Write the change this step makes to this code only, as JSON. before: the "
+        "consecutive lines of the code above that change (1 to 8, copied exactly; to add "
+        "code, the line it goes after). after: what those lines become, as complete code "
+        "with the same indentation. Change only what the step needs."
     )
     if problems:
         listed = "\n".join(f"- {p}" for p in problems)
-        request = f"Your last sketch did not match the code:\n{listed}\n\n{request}"
+        request = f"Your last sketch failed the check:\n{listed}\n\n{request}"
     prompt = "\n\n".join(
         [
             f"Task: {session.task}",
@@ -82,15 +86,18 @@ def sketch_step(
         before = [str(b) for b in getattr(reply, "before", [])]
         after = [str(a) for a in getattr(reply, "after", [])]
         checked = check(before, after, code)
+        after = with_blank_lines(
+            reindented(after, checked.before, indent_unit(code)), checked.before
+        )
+        problems = checked.problems or [p for p in [syntax_problem(code, checked, after)] if p]
         result = {
             "before": checked.before if not checked.problems else before,
-            "after": reindented(after, checked.before),
+            "after": after,
             "start": checked.start,
-            "checked": not checked.problems,
+            "checked": not problems,
         }
-        if not checked.problems:
-            return result
-        problems = checked.problems
+        if not problems:
+            return {**result, "hunk": hunk(code, checked, after)}
     return {**result, "problem": " ".join(problems)}
 
 

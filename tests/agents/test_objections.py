@@ -150,3 +150,25 @@ def test_a_heading_bullet_leads_the_bullets_under_it_and_is_no_objection_of_its_
         "**No test in `tests/test_requests.py`**:",  # nothing under it: it stands alone
     ]
     assert not any(o.rstrip("*: ").endswith("Ignored") for o in objections(review))
+
+
+# seaborn-3010 on the 1.5B model: the review ran out of tokens in the middle of its last bullet.
+CUT_REVIEW = (
+    "### Files and Tests\n\n"
+    "- **Tests**\n"
+    "  - The proposal forgets the tests in `tests/_stats/test_regression.py`.\n"
+    "  - A new test file `tests/test_regression.py` is"
+)
+
+
+def test_a_review_cut_by_its_token_limit_loses_only_its_unfinished_item():
+    from agents.objections import without_unfinished_end
+
+    kept = without_unfinished_end(CUT_REVIEW)
+    assert kept.endswith("`tests/_stats/test_regression.py`.")
+    assert objections(kept) == [
+        "The proposal forgets the tests in `tests/_stats/test_regression.py`."
+    ]
+    # A paragraph keeps its finished sentences; a finished review is left as it is.
+    assert without_unfinished_end("It misses the tests. It also forg") == "It misses the tests."
+    assert without_unfinished_end(PROPOSAL) == PROPOSAL

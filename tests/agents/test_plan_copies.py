@@ -100,3 +100,21 @@ def test_sentences_that_paste_the_apps_checks_are_taken_out_of_every_field():
     assert cleaned["testing"] == [plan["testing"][0]]
     # Without checks nothing is taken out.
     assert without_copies(plan, REQUEST, "pytest")["steps"] == plan["steps"]
+
+
+def test_a_decision_or_risk_that_is_the_summary_again_is_taken_out():
+    # seaborn-3010 on the 1.5B model: its one "decision" was its summary, word for word.
+    summary = (
+        "The `PolyFit` class in `seaborn/_stats/regression.py` is not robust to missing data. "
+        "To fix this, we drop rows with missing values from the DataFrame before passing it "
+        "to the `groupby.apply` method."
+    )
+    decision = "Drop the missing rows in `PolyFit.__call__`, not in `Plot`: only fits need it."
+    plan = without_copies(
+        {**JUNK, "summary": summary, "decisions": [summary, decision], "risks": [summary]},
+        REQUEST,
+        "pytest",
+    )
+    assert plan["summary"] == summary
+    assert plan["decisions"] == [decision]
+    assert plan["risks"] == []

@@ -7,7 +7,17 @@ import pytest
 from agents.plan import render_plan
 from agents.planning.sketching import sketch_steps
 from agents.providers.fake import FakeProvider
-from agents.sketches import Excerpt, check, reindented, shown_code, sketch_schema
+from agents.sketches import (
+    Excerpt,
+    check,
+    hunk,
+    indent_unit,
+    reindented,
+    shown_code,
+    sketch_schema,
+    syntax_problem,
+    with_blank_lines,
+)
 from agents.turns import agent_for
 from rag.paths import FileSet
 
@@ -49,7 +59,153 @@ def test_after_lines_written_without_indentation_get_the_codes():
     assert reindented(["token = repr(user)"], ["        token = str(user)"]) == [
         "        token = repr(user)"
     ]
-    assert reindented(["  x = 1"], ["        y = 2"]) == ["  x = 1"]  # the model's own kept
+    # The model's indentation is read relative to the code's: its first line is at the code's.
+    assert reindented(["  x = 1", "      y = 3"], ["        y = 2"]) == [
+        "        x = 1",
+        "            y = 3",
+    ]
+
+
+# seaborn-3010's PolyFit.__call__, and the 1.5B model's sketch of it: folded lines, as offered.
+CALL = Excerpt(
+    "seaborn/_stats/regression.py",
+    "PolyFit.__call__",
+    39,
+    (
+        "    def __call__(self, data, groupby, orient, scales):",
+        "",
+        "        return groupby.apply(data, self._fit_predict)",
+        "",
+    ),
+    (39, 42),
+    "python",
+)
+FIX = [
+    "def __call__(self, data, groupby, orient, scales):",
+    "return (",
+    "groupby",
+    ".apply(data.dropna(subset=['x', 'y']), self._fit_predict)",
+    ")",
+]
+
+
+def test_after_lines_get_each_line_its_own_indentation_back():
+    checked = check([FIX[0], "return groupby.apply(data, self._fit_predict)"], FIX, CALL)
+    assert reindented(FIX, checked.before, indent_unit(CALL)) == [
+        "    def __call__(self, data, groupby, orient, scales):",
+        "        return (",
+        "            groupby",
+        "            .apply(data.dropna(subset=['x', 'y']), self._fit_predict)",
+        "        )",
+    ]
+
+
+def test_a_sketch_is_one_hunk_with_real_line_numbers_and_unchanged_lines_as_context():
+    checked = check([FIX[0], "return groupby.apply(data, self._fit_predict)"], FIX, CALL)
+    after = with_blank_lines(reindented(FIX, checked.before, indent_unit(CALL)), checked.before)
+    assert hunk(CALL, checked, after) == [
+        "@@ -39,4 +39,7 @@ PolyFit.__call__",
+        "     def __call__(self, data, groupby, orient, scales):",
+        " ",
+        "-        return groupby.apply(data, self._fit_predict)",
+        "+        return (",
+        "+            groupby",
+        "+            .apply(data.dropna(subset=['x', 'y']), self._fit_predict)",
+        "+        )",
+        " ",
+    ]
+    assert syntax_problem(CALL, checked, after) == ""
+
+
+# The 1.5B model's sketch of seaborn-3010's PolyFit._fit_predict, verbatim: the code's own
+# lines flat, as offered, and the lines it nests under them 4 spaces in.
+FIT = Excerpt(
+    "seaborn/_stats/regression.py",
+    "PolyFit._fit_predict",
+    22,
+    (
+        "    def _fit_predict(self, data):",
+        "",
+        '        x = data["x"]',
+        '        y = data["y"]',
+        "        if x.nunique() <= self.order:",
+        "            # TODO warn?",
+        "            xx = yy = []",
+        "        else:",
+        "            p = np.polyfit(x, y, self.order)",
+        "            xx = np.linspace(x.min(), x.max(), self.gridsize)",
+        "            yy = np.polyval(p, xx)",
+        "",
+        "        return pd.DataFrame(dict(x=xx, y=yy))",
+    ),
+    (22, 34),
+    "python",
+)
+FIT_BEFORE = [
+    "def _fit_predict(self, data):",
+    'x = data["x"]',
+    'y = data["y"]',
+    "if x.nunique() <= self.order:",
+    "# TODO warn?",
+    "xx = yy = []",
+    "else:",
+    "p = np.polyfit(x, y, self.order)",
+]
+FIT_AFTER = [
+    "def _fit_predict(self, data):",
+    'x = data["x"]',
+    'y = data["y"]',
+    "if x.nunique() <= self.order:",
+    "    # TODO warn?",
+    "    xx = yy = []",
+    "else:",
+    "    # Handle missing values by filling them with the mean of the x values",
+    "    x = x.fillna(x.mean())",
+    "    y = y.fillna(y.mean())",
+    "    p = np.polyfit(x, y, self.order)",
+]
+
+
+def test_the_models_flat_and_nested_lines_become_the_few_lines_it_changes():
+    checked = check(FIT_BEFORE, FIT_AFTER, FIT)
+    after = with_blank_lines(
+        reindented(FIT_AFTER, checked.before, indent_unit(FIT)), checked.before
+    )
+    assert checked.problems == [] and syntax_problem(FIT, checked, after) == ""
+    assert hunk(FIT, checked, after) == [
+        "@@ -28,4 +28,7 @@ PolyFit._fit_predict",
+        "             xx = yy = []",
+        "         else:",
+        "+            # Handle missing values by filling them with the mean of the x values",
+        "+            x = x.fillna(x.mean())",
+        "+            y = y.fillna(y.mean())",
+        "             p = np.polyfit(x, y, self.order)",
+        "             xx = np.linspace(x.min(), x.max(), self.gridsize)",
+    ]
+
+
+def test_before_lines_that_skip_a_line_of_the_code_are_a_problem():
+    checked = check(["def issue(self, user):", "return token"], ["return None"], CODE)
+    assert checked.problems == [
+        "The before lines skip line 16 (`token = str(user)`): give the consecutive lines of "
+        "the code that change, from the first to the last."
+    ]
+
+
+def test_a_sketch_that_leaves_the_definition_unparsable_is_a_problem():
+    before = ["return groupby.apply(data, self._fit_predict)"]
+    after = ["        return groupby.apply(data.dropna(, self._fit_predict)"]
+    checked = check(before, after, CALL)
+    assert checked.problems == []
+    assert syntax_problem(CALL, checked, after).startswith(
+        "With this change `PolyFit.__call__` no longer parses (near line 41)"
+    )
+
+
+def test_a_window_that_does_not_parse_on_its_own_is_not_judged():
+    window = Excerpt("a.py", "f", 10, ("        x = (", "            1,"), (1, 40), "python")
+    checked = check(["1,"], ["2,,,("], window)
+    assert syntax_problem(window, checked, ["            2,,,("]) == ""
 
 
 def test_a_long_definition_is_folded_around_the_sketched_lines_with_real_numbers():
@@ -122,6 +278,13 @@ def test_a_matching_sketch_is_asked_for_once_with_the_definitions_numbered_code(
         "after": ["    return token or None"],
         "start": 3,
         "checked": True,
+        "hunk": [
+            "@@ -1,3 +1,3 @@ issue",
+            " def issue(user):",
+            "     token = str(user)",
+            "-    return token",
+            "+    return token or None",
+        ],
     }
 
 

@@ -156,6 +156,9 @@ def test_the_first_proposal_prompt_holds_the_grounding_the_task_and_the_analysis
                 "the evidence citation rule": "cites `path:line` and the evidence as [E#]",
                 "the offered files rule": "chosen from the codebase's files offered",
                 "the symbol rule": "Each step's symbol is the function or class of the code shown",
+                "the step rule": nodes.STEP_RULE,
+                "the definitions offered": "The definitions in the code shown, by file and "
+                "line: todo/auth.py: `AuthError` 10, `hash_password` 14,",
                 "the answer's language": "Write your answer in English.",
             },
         )
@@ -276,6 +279,7 @@ def test_the_final_plan_prompt_holds_the_proposal_the_critique_and_the_checks(se
                 "the app's checks": "<checks>\nFacts the app found about the proposal",
                 "the request": "Write the final implementation plan as JSON.",
                 "the evidence citation rule": "a detail citing `path:line` and the evidence as [E#]",
+                "the step rule": nodes.STEP_RULE,
                 "the offered files rule": "chosen from the codebase's files offered",
                 "the answer's language": "Write your answer in English.",
             },
@@ -312,11 +316,8 @@ def test_a_change_sketch_prompt_holds_the_step_its_code_and_what_did_not_match(s
         "the request": "Write the change this step makes to this code only, as JSON.",
     }
     assert missing(first, parts) == []
-    assert "did not match" not in first
-    assert (
-        missing(redo, {**parts, "the mismatch": "Your last sketch did not match the code:\n- "})
-        == []
-    )
+    assert "failed the check" not in first
+    assert missing(redo, {**parts, "the mismatch": "Your last sketch failed the check:\n- "}) == []
 
 
 def test_every_planning_prompt_is_in_the_language_of_the_task(session):
