@@ -288,7 +288,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--topology", default="inprocess,scaled")
     parser.add_argument("--sessions", default="1,2,4")
-    parser.add_argument("--profile", default="local-1.5b", help="the default model; fake for a smoke run")
+    parser.add_argument(
+        "--profile", default="local-1.5b", help="the default model; fake for a smoke run"
+    )
     parser.add_argument(
         "--pack", type=Path, default=ROOT / "tests" / "fixtures" / "repomix" / "sample.xml"
     )
