@@ -46,9 +46,13 @@ def start_daphne(data: Path, trusted: str) -> tuple[subprocess.Popen[str], int]:
         "PLANAGENTS_LOGIN_FAILURE_LIMIT": str(LIMIT),
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
+    # Its own SQLite file in `data`, as `make run` has: in the PostgreSQL pass DATABASE_URL names
+    # the shared database, where an 'alice' from an earlier run would make create_user fail.
+    env.pop("DATABASE_URL", None)
     manage = [sys.executable, "manage.py"]
     for command in (["migrate", "--noinput"], ["shell", "-c", MAKE_USER]):
-        subprocess.run([*manage, *command], cwd=ROOT, env=env, check=True, capture_output=True)
+        done = subprocess.run([*manage, *command], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, f"{command[0]} failed:\n{done.stderr[-2000:]}"
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-e", "tcp:port=0:interface=127.0.0.1",
          "planagents.asgi:application"],
