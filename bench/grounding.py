@@ -305,8 +305,9 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         "| instance | run | profile | status | gold file in Files | gold definition targeted | "
         "sketch shares a line with the fix | steps on real definitions | sketches matching "
         "the code | invented paths / names | non-objections in Decisions | steps citing an "
-        "existing path:line | LLM calls | wall s | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "existing path:line | LLM calls | wall s | load | fix's added lines already in the "
+        "pack |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
@@ -316,7 +317,8 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
             f"{r.get('sketches_checked', '–')}/{r.get('sketches', '–')} | "
             f"{r.get('invented_paths_all', r['invented'])} / {r.get('invented_names', '–')} | "
             f"{r.get('non_objections', '–')} | {r['steps_cited']}/{r['steps']} | {r['calls']} | "
-            f"{r['seconds']:.0f} | {r.get('load_before', '–')}→{r.get('load_after', '–')} |"
+            f"{r['seconds']:.0f} | {r.get('load_before', '–')}→{r.get('load_after', '–')} | "
+            f"{r.get('fix_in_pack', '–')} |"
         )
     out += [
         "",
@@ -364,7 +366,10 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         "Targets (issue 18, the 1.5B default): gold file in Files ≥ 90 %, gold definition "
         "targeted ≥ 60 %, a sketch sharing a line with the real fix ≥ 40 %, invented paths and "
         "names 0, non-objections in Decisions 0, median session ≤ 4 min on a quiet machine. "
-        "A sketch line counts only with ≥ 10 characters. Wall time excludes indexing (each "
+        "A sketch line counts only with ≥ 10 characters, and the fix's lines are its "
+        "removed, context and added ones: the packed release usually holds the fix already "
+        "(last column; swe-dev's README, Caveats), so a sketch on the fixed code quotes its "
+        "added lines. Wall time excludes indexing (each "
         "pack is indexed once per data dir, vectors included: `--index-only`); load is the "
         "1-minute load average before → after the session.",
         "",

@@ -36,8 +36,13 @@ def fold(line: str) -> str:
 
 
 def patch_lines(patch: str) -> dict[str, set[str]]:
-    """For each file of a unified diff, its removed and context lines, folded (what a sketch's
-    "before" lines can share with the real fix), leaving out the trivial ones."""
+    """For each file of a unified diff, its lines (removed, context and added), folded: what a
+    sketch's "before" lines can share with the real fix, leaving out the trivial ones.
+
+    Added lines count too because swe-dev packs a release, not the base commit: in 33 of its 42
+    instances the release already holds the fix (../shared/bench/swe-dev/README.md, Caveats),
+    so a sketch on the code the fix changed quotes the fixed lines there, not the removed ones
+    (`fix_in_pack` says which instances)."""
     out: dict[str, set[str]] = {}
     current: set[str] | None = None
     for line in patch.splitlines():
@@ -45,11 +50,31 @@ def patch_lines(patch: str) -> dict[str, set[str]]:
             current = out.setdefault(line.split(" b/", 1)[-1].strip(), set())
         elif line.startswith(("---", "+++", "@@")) or current is None:
             continue
-        elif line.startswith(("-", " ")):
+        elif line.startswith(("-", " ", "+")):
             text = fold(line[1:])
             if len(text) >= MIN_SHARED_CHARS:
                 current.add(text)
     return out
+
+
+def fix_in_pack(patch: str, files: dict[str, str]) -> tuple[int, int]:
+    """(the real fix's added lines found in the packed files, its added lines), trivial ones
+    left out: all found means the pack already holds the fix, and the task asks for a change
+    the code has."""
+    added: dict[str, set[str]] = {}
+    current: set[str] | None = None
+    for line in patch.splitlines():
+        if line.startswith("diff --git "):
+            current = added.setdefault(line.split(" b/", 1)[-1].strip(), set())
+        elif line.startswith("+") and not line.startswith("+++") and current is not None:
+            text = fold(line[1:])
+            if len(text) >= MIN_SHARED_CHARS:
+                current.add(text)
+    found = total = 0
+    for path, lines in added.items():
+        there = {fold(x) for x in files.get(path, "").splitlines()}
+        found, total = found + len(lines & there), total + len(lines)
+    return found, total
 
 
 def targets_gold(target: dict[str, Any], spans: dict[str, list[str]]) -> bool:
@@ -135,8 +160,10 @@ def score(
     targeted = sum(
         targets_gold(s["target"], spans) for s in steps if isinstance(s.get("target"), dict)
     )
+    in_pack, added = fix_in_pack(gold["gold_patch"], files)
     return {
         "scored": True,
+        "fix_in_pack": f"{in_pack}/{added}",
         "gold_def": targeted > 0,
         "gold_def_steps": targeted,
         "sketch_overlap": overlap > 0,
