@@ -299,6 +299,13 @@ PLANAGENTS_SESSION_MESSAGES_PER_MINUTE = env_int(
 )
 PLANAGENTS_USER_MESSAGES_PER_MINUTE = env_int("PLANAGENTS_USER_MESSAGES_PER_MINUTE", 20, minimum=1)
 
+# The REST API (issue 23, api/): Django Ninja serves /api/v1/ and its docs page from its own
+# static files ("ninja" installed: no CDN). Each API token may make PLANAGENTS_API_RATE
+# requests ("N/s", "N/min", "N/hour", "N/day"), counted per token in Django's cache.
+INSTALLED_APPS += ["ninja", "api"]
+# A bad value stops the start-up (api.apps).
+PLANAGENTS_API_RATE = env_str("PLANAGENTS_API_RATE", "120/min")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -15,4 +15,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("codebases/", include("rag.urls")),
     path("sessions/", include("conversations.urls")),
+    path("", include("api.urls")),  # /api/v1/ and /account/tokens/
 ]

@@ -28,6 +28,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from agents.models import LLMCall, PlanReviewEvent
+from api.models import ApiToken
 from conversations.models import Message, Plan, PlanningSession, PlanningState, ShareLink
 from rag.models import Codebase, CodeFile, Pin, Rule
 from tests.security.packs import indexed_codebase, json_pack
@@ -101,6 +102,16 @@ def _share_link(w: World) -> ShareLink:
     return link
 
 
+def _api_token(w: World) -> ApiToken:
+    """The owner's API token (made on first use, before any request is judged)."""
+    token, _ = ApiToken.objects.get_or_create(owner=w.owner, name=MARKER, digest="0" * 64)
+    return token
+
+
+# The REST API authenticates by token, not by login: tests/api/test_authz_matrix.py is its
+# matrix, generated from its own routes.
+API_PREFIX = "api/v1/"
+
 MATRIX: dict[str, Row] = {
     "": Row(OWN, shows_marker=True),
     "favicon.ico": Row(PUBLIC, seen=301),  # to the static icon
@@ -165,6 +176,10 @@ MATRIX: dict[str, Row] = {
     ),
     # The share link's token is its authorization: one nobody was given opens nothing.
     "sessions/s/<str:token>/": Row(PUBLIC, lambda w: {"token": "A" * 43}, seen=404),
+    "account/tokens/": Row(OWN),
+    "account/tokens/<int:token_id>/revoke/": Row(
+        OBJECT, lambda w: {"token_id": _api_token(w).pk}, seen=405
+    ),
     "admin/": Row(STAFF),
     "admin/login/": Row(PUBLIC),
     "admin/logout/": Row(PUBLIC, seen=302),  # to the admin index, which asks to log in
@@ -248,7 +263,7 @@ def url_patterns() -> list[str]:
                 found.append(route)
 
     walk(get_resolver(), "")
-    return found
+    return [route for route in found if not route.startswith(API_PREFIX)]
 
 
 def build_url(route: str, row: Row, world: World) -> str:

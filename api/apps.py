@@ -1,0 +1,20 @@
+import re
+
+from django.apps import AppConfig
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+RATE = re.compile(r"[1-9][0-9]*/(s|sec|m|min|h|hour|d|day)")
+
+
+class ApiConfig(AppConfig):
+    name = "api"
+    verbose_name = "API"
+
+    def ready(self) -> None:
+        # Django Ninja would only find a bad rate at the first request, as a 500.
+        if not RATE.fullmatch(settings.PLANAGENTS_API_RATE):
+            raise ImproperlyConfigured(
+                f"PLANAGENTS_API_RATE must be requests/period (e.g. 120/min, 5/s, 1000/hour), "
+                f"got {settings.PLANAGENTS_API_RATE!r}"
+            )

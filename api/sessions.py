@@ -1,0 +1,96 @@
+"""/api/v1/sessions: list, start and follow planning sessions, through conversations.services
+(a new session is checked by the new-session page's own form)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Max
+from django.http import Http404, HttpRequest
+from ninja import Router, Status
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from api import present
+from api.auth import reader, writer
+from api.schemas import Problem, SessionIn, SessionOut
+from conversations import services
+from conversations.forms import NewSessionForm
+from conversations.models import PlanningSession
+from rag.services import get_codebase_for
+
+router = Router(tags=["sessions"])
+
+
+def session_or_404(user: Any, session_id: int) -> PlanningSession:
+    """The user's session (conversations.services decides); 404 for anyone else's."""
+    try:
+        return services.get_session_for(user, session_id)
+    except services.SessionNotFound:
+        raise Http404("No such session") from None
+
+
+def _latest_plan(session: PlanningSession) -> int | None:
+    plan = session.plans.order_by("-version").only("version").first()
+    return plan.version if plan else None
+
+
+@router.get("", response=list[SessionOut])
+@paginate(LimitOffsetPagination)
+def list_sessions(request: HttpRequest) -> list[dict[str, Any]]:
+    """Your planning sessions, newest first."""
+    rows = (
+        services.sessions_for(reader(request))
+        .select_related("state")
+        .annotate(latest_plan=Max("plans__version"))
+    )
+    return [present.session(s, s.latest_plan) for s in rows]
+
+
+@router.post("", response={201: SessionOut, 400: Problem}, summary="Start a session")
+def start_session(request: HttpRequest, body: SessionIn) -> Status[dict[str, Any]]:
+    """Start planning a task on one of your ready codebases. The agents run in the
+    background; poll the session for its status and the plans for the result."""
+    owner = writer(request)
+    codebase = get_codebase_for(owner, body.codebase)  # someone else's: 404, as on the page
+    default = settings.PLANAGENTS_DEFAULT_PROFILE
+    form = NewSessionForm(
+        {
+            "codebase": codebase.pk,
+            "task": body.task,
+            "mode": body.mode,
+            "agent_a_profile": body.agent_a_profile or default,
+            "agent_b_profile": body.agent_b_profile or default,
+            "fallback_profile": body.fallback_profile,
+            "max_exchanges": body.max_exchanges or settings.PLANAGENTS_DEBATE_EXCHANGES,
+        },
+        user=owner,
+    )
+    if not form.is_valid():
+        problems = [
+            f"{name}: {error}" if name != "__all__" else str(error)
+            for name, errors in form.errors.items()
+            for error in errors
+        ]
+        return Status(400, {"detail": " ".join(problems)})
+    try:
+        session = services.start_session(
+            owner,
+            codebase=form.cleaned_data["codebase"],
+            task=form.cleaned_data["task"],
+            mode=form.cleaned_data["mode"],
+            agent_a_profile=form.cleaned_data["agent_a_profile"],
+            agent_b_profile=form.cleaned_data["agent_b_profile"],
+            max_exchanges=form.cleaned_data["max_exchanges"],
+            fallback_profile=form.cleaned_data.get("fallback_profile") or "",
+        )
+    except services.SessionError as exc:
+        return Status(400, {"detail": str(exc)})
+    return Status(201, present.session(session_or_404(owner, session.pk), None))
+
+
+@router.get("/{session_id}", response=SessionOut)
+def get_session(request: HttpRequest, session_id: int) -> dict[str, Any]:
+    """One of your sessions: its status, where the workflow is, and its latest plan version."""
+    session = session_or_404(reader(request), session_id)
+    return present.session(session, _latest_plan(session))
