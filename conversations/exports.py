@@ -457,6 +457,8 @@ class Export:
     content_type: str
     extension: str
     label: str
+    archive: Callable[[Plan], bytes] | None = None
+    """The export's directory layout as a zip (`?zip=1`), for those that are one."""
 
 
 EXPORTS: dict[str, Export] = {
@@ -476,3 +478,29 @@ EXPORTS: dict[str, Export] = {
         "Hand-off prompt",
     ),
 }
+
+
+def _layout(kind: str, part: str) -> Callable[[Plan], Any]:
+    """A part of one spec layout (conversations.spec_exports: Spec Kit, Kiro, AGENTS.md),
+    imported when first called, since that module builds on this one."""
+
+    def build(plan: Plan) -> Any:
+        from conversations.spec_exports import LAYOUTS
+
+        return getattr(LAYOUTS[kind], part)(plan)
+
+    return build
+
+
+for _kind, _extension, _label in (
+    ("speckit", "speckit.md", "GitHub Spec Kit"),
+    ("kiro", "kiro.md", "Kiro spec"),
+    ("agents", "agents.md", "AGENTS.md section"),
+):
+    EXPORTS[_kind] = Export(
+        _layout(_kind, "markdown"),
+        "text/markdown; charset=utf-8",
+        _extension,
+        _label,
+        archive=_layout(_kind, "archive"),
+    )

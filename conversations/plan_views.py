@@ -22,15 +22,24 @@ from conversations.views import _plan_or_404, _session_or_404
 
 @login_required
 def plan_export(request: HttpRequest, session_id: int, kind: str) -> HttpResponse:
-    """One plan version as JSON, a GitHub-issue body or a hand-off prompt; `?download=1`
-    makes it a file, else it is shown as text (what the copy button reads)."""
+    """One plan version as JSON, a GitHub-issue body, a hand-off prompt or a spec layout
+    (Spec Kit, Kiro, AGENTS.md); `?download=1` makes it a file, else it is shown as text (what
+    the copy button reads); `?zip=1` gives a layout as a zip of its folders."""
     export = exports.EXPORTS.get(kind)
     if export is None:
         raise Http404("No such export")
     session = _session_or_404(request, session_id)
     plan = _plan_or_404(request, session)
+    name = f"plan-{session.pk}-v{plan.version}"
+    if request.GET.get("zip"):
+        if export.archive is None:
+            raise Http404("This export is one document, not a folder layout")
+        response = HttpResponse(export.archive(plan), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{name}-{kind}.zip"'
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
     response = HttpResponse(export.render(plan), content_type=export.content_type)
-    name = f"plan-{session.pk}-v{plan.version}.{export.extension}"
+    name = f"{name}.{export.extension}"
     disposition = "attachment" if request.GET.get("download") else "inline"
     response["Content-Disposition"] = f'{disposition}; filename="{name}"'
     response["X-Content-Type-Options"] = "nosniff"
