@@ -18,3 +18,11 @@ class ApiConfig(AppConfig):
                 f"PLANAGENTS_API_RATE must be requests/period (e.g. 120/min, 5/s, 1000/hour), "
                 f"got {settings.PLANAGENTS_API_RATE!r}"
             )
+        from api.codebases import UPLOADS, VERSIONS
+        from api.services import is_live
+        from api.v1 import api
+        from planagents import limits
+
+        # A token counts as a login at the server's edge, and API uploads get the upload cap.
+        names = {f"{api.urls_namespace}:{name}" for name in (UPLOADS, VERSIONS)}
+        limits.accept_tokens(is_live, names)

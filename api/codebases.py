@@ -18,13 +18,17 @@ from rag import services, versions
 from rag.forms import NewVersionForm, UploadForm
 
 router = Router(tags=["codebases"])
+# The two paths that take uploads, each named once for all its methods: the body cap at the
+# server's edge (planagents.limits) finds them by this name and gives them the upload cap.
+UPLOADS = "codebases"
+VERSIONS = "codebase_versions"
 
 
 def _form_error(form: UploadForm | NewVersionForm) -> str:
     return " ".join(str(e) for errors in form.errors.values() for e in errors)
 
 
-@router.get("", response=list[CodebaseOut])
+@router.get("", response=list[CodebaseOut], url_name=UPLOADS)
 @paginate(LimitOffsetPagination)
 def list_codebases(request: HttpRequest) -> list[dict[str, Any]]:
     """Your codebases, newest first."""
@@ -35,6 +39,7 @@ def list_codebases(request: HttpRequest) -> list[dict[str, Any]]:
 
 @router.post(
     "",
+    url_name=UPLOADS,
     response={201: CodebaseOut, 400: Problem, 409: Duplicate},
     summary="Upload a codebase",
 )
@@ -80,7 +85,7 @@ def get_codebase(request: HttpRequest, codebase_id: int) -> dict[str, Any]:
     return present.codebase(codebase, versions.history(codebase).first())
 
 
-@router.get("/{codebase_id}/versions", response=list[CodebaseVersionOut])
+@router.get("/{codebase_id}/versions", response=list[CodebaseVersionOut], url_name=VERSIONS)
 @paginate(LimitOffsetPagination)
 def list_versions(request: HttpRequest, codebase_id: int) -> Any:
     """The codebase's versions, newest first: which files each one added, removed, changed."""
@@ -90,6 +95,7 @@ def list_versions(request: HttpRequest, codebase_id: int) -> Any:
 
 @router.post(
     "/{codebase_id}/versions",
+    url_name=VERSIONS,
     response={202: CodebaseOut, 400: Problem, 409: Problem},
     summary="Upload a new version",
 )

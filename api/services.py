@@ -89,16 +89,23 @@ def revoke_token(user: Any, token_id: int) -> ApiToken:
     return token
 
 
+def _live(secret: str) -> QuerySet[ApiToken]:
+    if not secret.startswith(TOKEN_PREFIX) or len(secret) > MAX_TOKEN_CHARS:
+        return ApiToken.objects.none()
+    return ApiToken.objects.filter(
+        digest=digest(secret), revoked_at__isnull=True, owner__is_active=True
+    )
+
+
+def is_live(secret: str) -> bool:
+    """Whether `secret` is a live token (no bookkeeping: the body cap asks this)."""
+    return _live(secret).exists()
+
+
 def authenticate(secret: str) -> ApiToken | None:
     """The live token whose secret this is, with its owner; None for anything else (unknown,
     revoked, malformed, or its owner deactivated)."""
-    if not secret.startswith(TOKEN_PREFIX) or len(secret) > MAX_TOKEN_CHARS:
-        return None
-    token = (
-        ApiToken.objects.select_related("owner")
-        .filter(digest=digest(secret), revoked_at__isnull=True, owner__is_active=True)
-        .first()
-    )
+    token = _live(secret).select_related("owner").first()
     if token is None:
         return None
     now = timezone.now()

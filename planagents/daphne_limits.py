@@ -7,8 +7,8 @@ into the app's queue in one loop. So BodyLimitMiddleware alone would answer a 10
 with a 413 only after all of that had stalled every other request for seconds.
 
 `CappedWebRequest` stops it at the protocol. Form parsing is off. A request may send the
-anonymous cap; one that wants more and carries a session cookie stops being read while the
-session is looked up, then gets the largest cap if it is a login (BodyLimitMiddleware applies
+anonymous cap; one that wants more and carries a session cookie (or an API token) stops being
+read while the session (or token) is looked up, then gets the largest cap if it is a login (BodyLimitMiddleware applies
 the exact one for the page later) or the 413 if not. Past its cap a request gets the 413 at
 once and its connection is closed: straight away when anonymous, after a short linger for a
 logged-in user, so that their browser shows the page rather than a connection reset.
@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from daphne import http_protocol
 
-from planagents.limits import BodyCaps, Cap, is_logged_in, session_key
+from planagents.limits import BodyCaps, Cap, bearer_token, session_key, shows_login
 
 # After a 413 to a logged-in user (an upload that is too large), keep reading and dropping for
 # this long so the browser can show the answer instead of a reset, then close (nginx's
@@ -60,9 +60,10 @@ class CappedWebRequest(http_protocol.WebRequest):  # type: ignore[misc]  # daphn
     def gotLength(self, length: int | None) -> None:
         self._declared = length
         if length is None or length > self._cap.limit:
-            key = session_key(self.requestHeaders.getRawHeaders(b"cookie") or [])
-            if key is not None:
-                self._check_session(key)
+            cookies = self.requestHeaders.getRawHeaders(b"cookie") or []
+            authorization = self.requestHeaders.getRawHeaders(b"authorization") or []
+            if session_key(cookies) is not None or bearer_token(authorization) is not None:
+                self._check_session(cookies, authorization)
             elif length is not None:
                 self._refuse()
                 return
@@ -90,10 +91,11 @@ class CappedWebRequest(http_protocol.WebRequest):  # type: ignore[misc]  # daphn
         else:
             super().requestReceived(command, path, version)
 
-    def _check_session(self, key: str) -> None:
+    def _check_session(self, cookies: list[bytes], authorization: list[bytes]) -> None:
         self._checking = True
         self.channel.transport.pauseProducing()
-        asyncio.ensure_future(is_logged_in(key)).add_done_callback(self._session_checked)
+        lookup = asyncio.ensure_future(shows_login(cookies, authorization))
+        lookup.add_done_callback(self._session_checked)
 
     def _session_checked(self, lookup: asyncio.Future[bool]) -> None:
         self._checking = False

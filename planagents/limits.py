@@ -12,7 +12,10 @@ it passes the cap. The cap depends on who asks and where:
 - anything else a logged-in user posts: `default`.
 
 Who is logged in is only looked up (one session query) for a body larger than the smallest cap,
-so ordinary requests cost nothing extra. Under daphne, `daphne_limits.py` has already applied
+so ordinary requests cost nothing extra. A request may show an API token instead of a session
+(`Authorization: Bearer …`): the API app registers how to check one (`accept_tokens`), since
+this layer imports nothing above it; a live token counts as a login, and the API's upload
+operations take the upload cap. Under daphne, `daphne_limits.py` has already applied
 the same caps, coarsely (no page), as the bytes arrived.
 """
 
@@ -38,7 +41,40 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]  # Django's handler types its arguments more narrowly
 
-UPLOAD_VIEWS = frozenset({"rag:upload", "rag:new_version"})
+UPLOAD_VIEWS = {"rag:upload", "rag:new_version"}
+"""View names that take the upload cap (the API adds its own through `accept_tokens`)."""
+_token_check: Callable[[str], bool] | None = None
+
+
+def accept_tokens(check: Callable[[str], bool], upload_views: set[str]) -> None:
+    """Count a request whose bearer token `check` accepts as logged in, and give the views
+    named in `upload_views` the upload cap (the API app calls this once, at start-up)."""
+    global _token_check
+    _token_check = check
+    UPLOAD_VIEWS.update(upload_views)
+
+
+def bearer_token(authorization_headers: list[bytes]) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, if any."""
+    for raw in authorization_headers:
+        scheme, _, token = raw.decode("latin-1").strip().partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    return None
+
+
+@database_sync_to_async
+def is_live_token(token: str) -> bool:
+    return _token_check is not None and _token_check(token)
+
+
+async def shows_login(cookie_headers: list[bytes], authorization_headers: list[bytes]) -> bool:
+    """Whether a request with these headers comes from a login: a live session or API token."""
+    key = session_key(cookie_headers)
+    if key is not None and await is_logged_in(key):
+        return True
+    token = bearer_token(authorization_headers)
+    return token is not None and await is_live_token(token)
 # Room for what a multipart upload carries besides the files: boundaries, part headers, the
 # CSRF token and the form's other fields. Without it a pack of exactly the limit would be cut.
 MULTIPART_SLACK = 1024 * 1024
@@ -196,8 +232,10 @@ class BodyLimitMiddleware:
         await self.app(scope, counted_receive, guarded_send)
 
     async def cap_for(self, scope: Scope) -> Cap:
-        key = session_key([value for name, value in scope.get("headers", []) if name == b"cookie"])
-        if key is None or not await is_logged_in(key):
+        headers = scope.get("headers", [])
+        cookies = [value for name, value in headers if name == b"cookie"]
+        authorization = [value for name, value in headers if name == b"authorization"]
+        if not await shows_login(cookies, authorization):
             return self.caps.for_anonymous()
         if _view_name(scope) in UPLOAD_VIEWS:
             return self.caps.for_upload()
