@@ -8,10 +8,11 @@ with a 413 only after all of that had stalled every other request for seconds.
 
 `CappedWebRequest` stops it at the protocol. Form parsing is off. A request may send the
 anonymous cap; one that wants more and carries a session cookie (or an API token) stops being
-read while the session (or token) is looked up, then gets the largest cap if it is a login (BodyLimitMiddleware applies
-the exact one for the page later) or the 413 if not. Past its cap a request gets the 413 at
-once and its connection is closed: straight away when anonymous, after a short linger for a
-logged-in user, so that their browser shows the page rather than a connection reset.
+read while the session (or token) is looked up, then gets the largest cap if it is a login
+(BodyLimitMiddleware applies the exact one for the page later) or the 413 if not. Past its cap
+a request gets the 413 at once and its connection is closed: straight away when anonymous,
+after a short linger for a logged-in user, so that their browser shows the page rather than a
+connection reset.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def daphne(data: Path, extra_env: dict[str, str] | None = None) -> Iterator[Serv
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-e", "tcp:port=0:interface=127.0.0.1",
          "planagents.asgi:application"],
-        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert process.stderr is not None
     seen = []
