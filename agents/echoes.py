@@ -180,3 +180,52 @@ def without_copied_sentences(text: str, source: str) -> str:
             continue
         kept.append(sentence)
     return " ".join(kept).strip()
+
+
+_WHERE = re.compile(
+    r"\S*[/\\]\S*"  # a path, a citation
+    r"|\S+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|rb|c|h|cpp)\b\S*"
+    r"|(?i:\b(?:path|paths|line|lines|file|files|start|end|see|at|in|of)\b)"
+)
+_SAYING = re.compile(r"[^\W\d_]{2,}")
+MIN_DETAIL_WORDS = 3
+
+
+def says_only_where(detail: str) -> bool:
+    """Whether a step's detail says where and nothing else: citations, paths and the request's
+    own labels. The 1.5B model's final plan wrote "path:line: pylint/checkers/classes.py:1756-1781"
+    as a step's whole detail, the request's "a detail citing path:line" taken literally."""
+    return len(_SAYING.findall(_WHERE.sub(" ", detail[:MAX_CHARS]))) < MIN_DETAIL_WORDS
+
+
+def with_details_from(data: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+    """`data`'s steps, each detail that says only where (`says_only_where`) replaced by the
+    detail of the `earlier` step (the approved proposal's) that changes the same definition,
+    has the same title or, failing both, the same files, when that one says what to do."""
+    steps = data.get("steps")
+    theirs = [s for s in earlier.get("steps") or [] if isinstance(s, dict)]
+    if not isinstance(steps, list) or not theirs:
+        return data
+
+    def said(step: dict[str, Any]) -> str:
+        detail = str(step.get("detail") or "")
+        return "" if says_only_where(detail) else detail
+
+    def same(a: dict[str, Any], b: dict[str, Any], key: str) -> bool:
+        x, y = a.get(key), b.get(key)
+        if key == "files":
+            return bool(x) and isinstance(x, list) and isinstance(y, list) and x == y
+        x, y = str(x or "").strip().lower(), str(y or "").strip().lower()
+        return bool(x) and x not in ("none", "new") and x == y
+
+    out = []
+    for step in steps:
+        if isinstance(step, dict) and not said(step):
+            for key in ("symbol", "title", "files"):
+                match = next((s for s in theirs if same(step, s, key) and said(s)), None)
+                if match is not None:
+                    old = str(step.get("detail") or "").strip()
+                    step = {**step, "detail": f"{said(match)} {old}".strip()}
+                    break
+        out.append(step)
+    return {**data, "steps": out}

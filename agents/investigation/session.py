@@ -265,6 +265,9 @@ def copies_the_guide(argument: str) -> bool:
 
 
 _NAME_TOOLS = frozenset({"find_symbol", "find_references"})
+_PATH_TOOLS = frozenset({"outline", "read_file"})
+"""Tools that take a path, given a name all the same (`outline C`: the tools answer a name
+as find_symbol does, `Workspace._as_name`)."""
 _EXAMPLE_MATCHES = frozenset({"exact", "case-insensitive", "qualified", "inherited"})
 
 
@@ -273,11 +276,15 @@ def example_only(step: EvidenceStep, examples: set[str], workspace: Workspace | 
     `class C: def __init__(self, a)`; `task_names.example_names`) and the codebase does not:
     pylint-4551's 1.5B plan spent four of its six lookups on the issue's example class and
     its parameter, and none on the code to change."""
-    if step.tool not in _NAME_TOOLS or not examples:
+    if step.tool not in _NAME_TOOLS | _PATH_TOOLS or not examples:
         return False
     name = step.argument.strip().strip("`'\"")
     if re.split(r"\.|::", name)[0] not in examples:
         return False
+    if step.tool in _PATH_TOOLS and (
+        workspace is None or "/" in name or workspace.files.resolve(name).found
+    ):
+        return False  # a path, or a file of that name: the codebase's, not the example's
     if workspace is None or workspace.navigator is None:
         return True
     found = workspace.navigator.find_symbol(name)

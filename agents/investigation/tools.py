@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rag import index, verbatim
 from rag.chunking import split_lines
@@ -26,6 +26,11 @@ from rag.retrieval import retrieve
 
 MAX_LINES = 200
 MAX_CHARS = 6000
+_NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*")
+"""A code name as people write it: `Linker`, `Session.send`, `pkg.mod.func`, `mod::Class`."""
+_FILE_END = re.compile(
+    r"\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|rb|md|rst|txt|cfg|toml|ini|json|ya?ml)$"
+)
 SNIPPET_LINES = 40
 QUOTE_CONTEXT = 3
 """Lines shown either side of a quoted line found word for word."""
@@ -239,6 +244,9 @@ class Workspace:
         argument = f"{path}:{start}-{end}" if end else f"{path}:{start}"
         real, refusal = self._resolve(path)
         if real is None:
+            named = self._as_name(path, refusal)
+            if named is not None:  # the definition, as find_symbol shows it
+                return replace(named, tool="read_file", argument=argument)
             return ToolResult("read_file", argument, False, refusal)
         lines = self._all_lines(real)
         start = max(1, start)
@@ -270,7 +278,11 @@ class Workspace:
     def outline(self, path: str) -> ToolResult:
         real, refusal = self._resolve(path)
         if real is None:
-            return ToolResult("outline", path, False, refusal)
+            named = self._as_name(path, refusal)
+            if named is None:
+                return ToolResult("outline", path, False, refusal)
+            outlined = self.outline(named.path)  # the file that defines the name
+            return replace(outlined, argument=path, message=f"{named.message} {outlined.message}")
         result = self._nav().outline(real)
         if not result.found or not result.entries:
             return ToolResult("outline", path, result.found, result.message, real)
@@ -370,6 +382,22 @@ class Workspace:
         near = closest_paths(resolved.written or written, list(self.files))
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         return None, f"No file `{resolved.written or written}` in this codebase.{hint}"
+
+    def _as_name(self, written: str, refusal: str) -> ToolResult | None:
+        """find_symbol's answer for a name given where a file was asked for (`outline Linker`,
+        `read_file Session.send`), its message saying so; None when `written` is not a name
+        or names nothing here. Models and issue writers name code by its definitions: the
+        1.5B model outlined `C` and `a` and was told only "No file `C`"."""
+        name = written.strip().strip("`'\"")
+        if not _NAME.fullmatch(name) or _FILE_END.search(name) or not refusal.startswith("No file"):
+            return None
+        found = self.find_symbol(name)
+        if not found.found:
+            return None
+        return replace(
+            found,
+            message=f"`{name}` is not a file; it is defined at {found.location}. " + found.message,
+        )
 
     def _all_lines(self, path: str) -> list[str]:
         if path not in self._content:

@@ -3,6 +3,7 @@ PlanningState and, where it branches, which node comes next."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -21,7 +22,12 @@ from agents.citations import (
     sources_of,
 )
 from agents.decision_log import decision_log
-from agents.echoes import is_copied, without_copied_sentences, without_repeated_steps
+from agents.echoes import (
+    is_copied,
+    with_details_from,
+    without_copied_sentences,
+    without_repeated_steps,
+)
 from agents.investigation.evidence import Evidence, candidate_paths, evidence_context
 from agents.investigation.session import failed_frames, load_evidence, profile_summary
 from agents.investigation.session import investigate as run_investigation
@@ -620,8 +626,19 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     )
     _store_citations(ctx, message)
     drafted = ctx.fill_files(draft.model_dump())
-    data = without_copies(drafted, request, ctx.test_command(), points)
-    _note_left_out(ctx, message, drafted, data, what="the plan")
+    copied = without_copies(drafted, request, ctx.test_command(), points)
+    # A step whose detail only says where takes what the approved proposal said to do there.
+    data = with_details_from(copied, ctx.state.proposal or {})
+    filled = (
+        [
+            n
+            for n, (a, b) in enumerate(zip(copied["steps"], data["steps"], strict=False), start=1)
+            if a is not b
+        ]
+        if data is not copied
+        else []
+    )
+    _note_left_out(ctx, message, drafted, data, what="the plan", filled=filled)
     data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
     data = with_step_files(data, ctx.paths)
     # An action the task never asked for (deleting a file in a bug fix) is a risk, said so.
@@ -750,7 +767,13 @@ def _without_checks(data: dict[str, Any], checks: str) -> dict[str, Any]:
 
 
 def _note_left_out(
-    ctx: NodeContext, message: Message, drafted: dict[str, Any], kept: dict[str, Any], *, what: str
+    ctx: NodeContext,
+    message: Message,
+    drafted: dict[str, Any],
+    kept: dict[str, Any],
+    *,
+    what: str,
+    filled: Sequence[int] = (),
 ) -> None:
     """Say on the finalize message what the plan left out of the model's draft (fields that
     repeated the instructions), so the session page and the plan page tell one story; the
@@ -763,12 +786,21 @@ def _note_left_out(
         else:
             gone = [before] if isinstance(before, str) and before and before != after else []
         dropped += [f"{key.capitalize()}: “{v[:80]}”" for v in gone]
-    if not dropped:
+    taken = [str(n) for n in filled]
+    if not dropped and not taken:
         return
-    note = (
-        f"\n\n_Left out of {what}: {len(dropped)} item(s) that repeat the instructions "
-        "instead of answering them (" + "; ".join(dropped) + ")._"
-    )
+    notes = []
+    if dropped:
+        notes.append(
+            f"Left out of {what}: {len(dropped)} item(s) that repeat the instructions "
+            "instead of answering them (" + "; ".join(dropped) + ")."
+        )
+    if taken:
+        notes.append(
+            f"Step {', '.join(taken)} said only where to change the code; {what} adds what the "
+            "approved proposal said to do there."
+        )
+    note = "\n\n_" + " ".join(notes) + "_"
     if note in message.content:  # a re-run of this node after a crash
         return
     message.content += note

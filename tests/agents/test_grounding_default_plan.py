@@ -172,6 +172,9 @@ async def test_a_session_does_not_spend_lookups_on_names_only_the_tasks_example_
              "depends_on": [], "kind": "independent"},
             {"id": "E3", "tool": "find_symbol", "argument": "TokenStore", "why": "the store",
              "depends_on": [], "kind": "independent"},
+            # The 1.5B model's way: a path tool given the example's class.
+            {"id": "E4", "tool": "outline", "argument": "C", "why": "the class",
+             "depends_on": [], "kind": "independent"},
         ],
         "next_action": "synthesize",
     }  # fmt: skip
@@ -199,5 +202,5 @@ async def test_a_session_does_not_spend_lookups_on_names_only_the_tasks_example_
     ran, shown = await database_sync_to_async(looked_up)()
     assert ("find_symbol", "TokenStore") in ran
     assert not [a for _, a in ran if a.split(".")[0] == "C"]
-    assert "of the model's 3 step(s) left out" in shown
+    assert "of the model's 4 step(s) left out" in shown
     assert "names only the task's example defines" in shown

@@ -98,6 +98,25 @@ def test_outline_of_a_missing_file_suggests(ws):
     assert not result.found and "todo/storage.py" in result.message
 
 
+def test_outline_of_a_name_outlines_the_file_that_defines_it(ws):
+    result = ws.call("outline", "TokenStore")
+    assert result.found and result.path == "todo/auth.py"
+    assert "`TokenStore` is not a file; it is defined at todo/auth.py:" in result.message
+    assert "class TokenStore" in result.text  # the file's outline
+
+
+def test_read_file_of_a_name_reads_its_definition(ws):
+    result = ws.call("read_file", "TodoStorage.mark_done")
+    assert result.found and result.tool == "read_file" and result.path == "todo/storage.py"
+    assert "def mark_done" in result.text
+
+
+def test_a_name_that_names_nothing_is_still_no_file(ws):
+    for tool in ("outline", "read_file"):
+        result = ws.call(tool, "NoSuchThing")
+        assert not result.found and result.message.startswith("No file `NoSuchThing`"), tool
+
+
 def test_list_dir_lists_children_and_suggests_for_a_missing_folder(ws):
     root = ws.list_dir("")
     assert root.found and "todo/" in root.text

@@ -1,0 +1,78 @@
+"""A final-plan step whose detail says only where ("path:line: pylint/checkers/classes.py:1756-1781",
+the 1.5B model on pylint-4551, the request's "a detail citing path:line" taken literally) shows
+what the approved proposal said to do there, and the session says so."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.echoes import says_only_where, with_details_from
+from agents.planning import nodes
+from agents.providers.fake import FakeProvider
+from conversations.models import Message, Plan
+from tests.conversations.test_prompt_parts import investigated, session  # noqa: F401
+
+WHERE_ONLY = "path:line: pylint/checkers/classes.py:1756-1781"
+SAID = "Read the annotation of each argument and show it as the attribute's type."
+
+
+def test_a_detail_of_citations_and_labels_says_only_where():
+    assert says_only_where(WHERE_ONLY)
+    assert says_only_where("See `todo/auth.py:12-30`.")
+    assert says_only_where("")
+    assert not says_only_where(f"{SAID} `todo/auth.py:12`")
+    assert not says_only_where("Return NotImplemented instead of raising ValueError.")
+
+
+def test_a_where_only_detail_takes_the_proposal_steps_detail_and_keeps_its_citation():
+    plan = {"steps": [
+        {"title": "Modify `handle`", "symbol": "Linker.handle", "detail": WHERE_ONLY},
+        {"title": "Add a test", "symbol": "none", "detail": "Cover `a: str = None`.",
+         "files": ["t.py"]},
+    ]}  # fmt: skip
+    proposal = {"steps": [
+        {"title": "Something else", "symbol": "Linker.handle", "detail": SAID},
+        {"title": "Add a test", "symbol": "none", "detail": "A different test.", "files": ["t.py"]},
+    ]}  # fmt: skip
+    out = with_details_from(plan, proposal)
+    assert out["steps"][0]["detail"] == f"{SAID} {WHERE_ONLY}"
+    assert out["steps"][1] is plan["steps"][1]  # it says what to do: left as the model wrote it
+
+
+def test_without_a_matching_proposal_step_the_detail_stays():
+    plan = {"steps": [{"title": "Modify `handle`", "symbol": "Linker.handle", "detail": WHERE_ONLY}]}
+    proposal = {"steps": [{"title": "Other", "symbol": "Other.thing", "detail": SAID}]}
+    assert with_details_from(plan, proposal) == plan
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_drained")
+def test_the_final_plan_shows_what_the_proposal_said_and_its_message_says_where_it_came_from(
+    session,  # noqa: F811
+):
+    ctx = investigated(session, iteration=1)
+    name, where = next(iter(ctx.definitions().items()))
+    path = where[0]
+    cited = f"path:line: {path}:{where[1]}"
+    ctx.state.proposal = {
+        "summary": "Drop tokens older than a day on lookup.",
+        "steps": [{"title": "Expire old tokens", "symbol": name, "detail": SAID, "files": [path]}],
+        "files": [{"path": path, "action": "modify", "reason": "the code that changes"}],
+    }
+    draft = {
+        "summary": "Drop tokens older than a day on lookup.",
+        "effort": {"size": "S", "estimate": "1 day"},
+        "decisions": [],
+        "steps": [{"title": f"Modify `{name}`", "symbol": name, "detail": cited,
+                   "files": [path]}],
+        "files": [{"path": path, "action": "modify", "reason": "the code that changes"}],
+        "new_files": [],
+        "testing": ["A day-old token is refused."],
+        "risks": ["Clock skew."],
+    }  # fmt: skip
+    FakeProvider.script("fake", draft, {"before": [], "after": []})
+    nodes.finalize_plan(ctx)
+    step = Plan.objects.get(session=session).structured["steps"][0]
+    assert step["detail"].startswith(SAID)
+    said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
+    assert "Step 1 said only where to change the code; the plan adds what the approved" in said
