@@ -134,3 +134,13 @@ def test_a_user_holds_a_bounded_number_of_live_tokens(user, monkeypatch):
 def test_the_token_pages_need_a_login():
     response = Client().get("/account/tokens/")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_a_token_sent_under_another_scheme_is_refused_and_never_logged(user, settings, caplog):
+    settings.DEBUG = True
+    made = services.create_token(user, "CI", "read")
+
+    response = TokenClient(None, HTTP_AUTHORIZATION=f"Token {made.secret}").get("/api/v1/plans")
+
+    assert response.status_code == 401
+    assert made.secret not in caplog.text
