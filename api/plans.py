@@ -14,7 +14,7 @@ from api import present
 from api.auth import reader
 from api.schemas import PlanOut, PlanSummary, PlanVersionOut
 from api.sessions import session_or_404
-from conversations import exports, services
+from conversations import export_formats, services
 from conversations.models import Plan, PlanningSession
 
 router = Router(tags=["plans"])
@@ -78,9 +78,11 @@ def export_plan(
 ) -> HttpResponse:
     """The plan in one of the plan page's export formats (`json`, `github`, `handoff`, and
     any other conversations.exports offers), served as the page serves it."""
-    export = exports.EXPORTS.get(kind)
+    export = export_formats.EXPORTS.get(kind)
     if export is None:
-        raise Http404(f"No export {kind!r}; there are: {', '.join(sorted(exports.EXPORTS))}.")
+        raise Http404(
+            f"No export {kind!r}; there are: {', '.join(sorted(export_formats.EXPORTS))}."
+        )
     session = session_or_404(reader(request), session_id)
     plan = plan_or_404(session, version)
     response = HttpResponse(export.render(plan), content_type=export.content_type)

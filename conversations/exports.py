@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -447,60 +445,3 @@ def handoff_prompt(data: dict[str, Any], guide: dict[str, Any] | None = None) ->
         "",
     ]
     return "\n".join(out)
-
-
-@dataclass(frozen=True)
-class Export:
-    """One export format: how to build it from a plan version and how to serve it."""
-
-    render: Callable[[Plan], str]
-    content_type: str
-    extension: str
-    label: str
-    archive: Callable[[Plan], bytes] | None = None
-    """The export's directory layout as a zip (`?zip=1`), for those that are one."""
-
-
-EXPORTS: dict[str, Export] = {
-    "json": Export(
-        lambda plan: to_json(plan_data(plan)), "application/json; charset=utf-8", "json", "JSON"
-    ),
-    "github": Export(
-        lambda plan: github_issue(plan_data(plan)),
-        "text/markdown; charset=utf-8",
-        "github.md",
-        "GitHub issue",
-    ),
-    "handoff": Export(
-        lambda plan: handoff_prompt(plan_data(plan), guidance(plan)),
-        "text/plain; charset=utf-8",
-        "prompt.md",
-        "Hand-off prompt",
-    ),
-}
-
-
-def _layout(kind: str, part: str) -> Callable[[Plan], Any]:
-    """A part of one spec layout (conversations.spec_exports: Spec Kit, Kiro, AGENTS.md),
-    imported when first called, since that module builds on this one."""
-
-    def build(plan: Plan) -> Any:
-        from conversations.spec_exports import LAYOUTS
-
-        return getattr(LAYOUTS[kind], part)(plan)
-
-    return build
-
-
-for _kind, _extension, _label in (
-    ("speckit", "speckit.md", "GitHub Spec Kit"),
-    ("kiro", "kiro.md", "Kiro spec"),
-    ("agents", "agents.md", "AGENTS.md section"),
-):
-    EXPORTS[_kind] = Export(
-        _layout(_kind, "markdown"),
-        "text/markdown; charset=utf-8",
-        _extension,
-        _label,
-        archive=_layout(_kind, "archive"),
-    )

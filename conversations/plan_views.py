@@ -12,7 +12,14 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from conversations import exports, plan_approval, plan_sections, services, sharing, store
+from conversations import (
+    export_formats,
+    plan_approval,
+    plan_sections,
+    services,
+    sharing,
+    store,
+)
 from conversations.models import Plan, PlanningSession
 from conversations.plan_diff import diff_plans
 from conversations.plan_page import editor_context, page_context
@@ -25,7 +32,7 @@ def plan_export(request: HttpRequest, session_id: int, kind: str) -> HttpRespons
     """One plan version as JSON, a GitHub-issue body, a hand-off prompt or a spec layout
     (Spec Kit, Kiro, AGENTS.md); `?download=1` makes it a file, else it is shown as text (what
     the copy button reads); `?zip=1` gives a layout as a zip of its folders."""
-    export = exports.EXPORTS.get(kind)
+    export = export_formats.EXPORTS.get(kind)
     if export is None:
         raise Http404("No such export")
     session = _session_or_404(request, session_id)

@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from api.services import create_token
-from conversations import exports
+from conversations import export_formats
 from conversations.models import Plan, PlanningSession
 from rag.indexing import index_codebase
 from rag.models import Codebase
@@ -150,7 +150,7 @@ def test_plans_their_versions_and_each_export(api, world):
     first = api.get(f"/api/v1/plans/{world.session.pk}/versions/1").json()
     assert MARKER in first["markdown"] and first["quality"] == {"steps": 0}
     assert api.get(f"/api/v1/plans/{world.session.pk}/versions/9").status_code == 404
-    for kind, export in exports.EXPORTS.items():
+    for kind, export in export_formats.EXPORTS.items():
         response = api.get(f"/api/v1/plans/{world.session.pk}/export/{kind}?version=1")
         assert response.status_code == 200, kind
         assert response["Content-Type"] == export.content_type

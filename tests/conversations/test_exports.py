@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 from django.urls import reverse
 
-from conversations import exports
+from conversations import export_formats, exports
 from conversations.models import Message, Plan, PlanningSession, PlanningState
 from rag.models import Pin, Rule
 
@@ -158,7 +158,7 @@ def test_the_handoff_prompt_carries_the_codebase_rules_and_the_pins_the_plan_use
     }  # fmt: skip
     plan.save()
 
-    prompt = exports.EXPORTS["handoff"].render(plan)
+    prompt = export_formats.EXPORTS["handoff"].render(plan)
     rules = _sections(prompt)["The codebase's rules"]
     assert f"- [critical] {CRITICAL} — the plan breaks it; the human accepted that: " in rules
     assert "The platform team signed off." in rules
@@ -174,7 +174,7 @@ def test_a_plan_that_records_no_pins_hands_off_those_its_session_was_shown(plan)
     pin = Pin.objects.create(codebase=plan.session.codebase, kind="note", text=NOTE)
     Message.objects.create(session=plan.session, seq=1, role="system", node="pinned_context",
                            content="Pinned context", data={"pins": [_pin(pin, 1, "note", "note", NOTE)]})  # fmt: skip
-    prompt = exports.EXPORTS["handoff"].render(plan)
+    prompt = export_formats.EXPORTS["handoff"].render(plan)
     assert f"- [P1] {NOTE}" in _sections(prompt)["Pinned context"]
     assert "The codebase's rules" not in prompt  # the codebase has none
 
@@ -186,7 +186,7 @@ def test_the_owner_downloads_each_export(client, user, plan, kind):
     response = client.get(url, {"download": "1", "version": "1"})
     assert response.status_code == 200
     assert response["Content-Disposition"].startswith("attachment;")
-    assert response.content.decode() == exports.EXPORTS[kind].render(plan)
+    assert response.content.decode() == export_formats.EXPORTS[kind].render(plan)
     assert client.get(url)["Content-Disposition"].startswith("inline;")
 
 

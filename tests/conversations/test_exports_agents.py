@@ -3,7 +3,7 @@ hand-off prompt one heading level down, with the quality line and the code to ch
 
 import pytest
 
-from conversations import exports
+from conversations import export_formats
 from conversations.spec_exports import LAYOUTS
 from tests.conversations.spec_plan import assert_golden, make_plan
 
@@ -16,12 +16,12 @@ def plan(user, codebase):
 
 
 def test_the_agents_section_is_the_golden_one(plan):
-    assert_golden("agents.md", exports.EXPORTS["agents"].render(plan))
+    assert_golden("agents.md", export_formats.EXPORTS["agents"].render(plan))
 
 
 def test_the_section_is_the_handoff_prompt_one_level_down(plan):
-    section = exports.EXPORTS["agents"].render(plan)
-    handoff = exports.EXPORTS["handoff"].render(plan)
+    section = export_formats.EXPORTS["agents"].render(plan)
+    handoff = export_formats.EXPORTS["handoff"].render(plan)
     headings = [line for line in handoff.splitlines() if line.startswith("#")]
     assert [f"#{h}" for h in headings] == [
         line
@@ -35,4 +35,4 @@ def test_the_section_is_the_handoff_prompt_one_level_down(plan):
 def test_the_zip_holds_an_agents_md_with_the_section(plan):
     files = LAYOUTS["agents"].files(plan)
     assert [name for name, _ in files] == ["AGENTS.md"]
-    assert files[0][1] == "# AGENTS.md\n\n" + exports.EXPORTS["agents"].render(plan)
+    assert files[0][1] == "# AGENTS.md\n\n" + export_formats.EXPORTS["agents"].render(plan)

@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from conversations import exports
+from conversations import export_formats
 from conversations.spec_exports import LAYOUTS, UnsafeEntry, entry_name, fence, slug, zipped
 from tests.conversations.spec_plan import STRUCTURED, make_plan
 from tests.security.test_exfiltration_markup import PAYLOADS, live_parts
@@ -57,7 +57,7 @@ def hostile(user, codebase):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_file_of_a_hostile_plans_export_leaves_nothing_live(hostile, kind):
-    texts = [exports.EXPORTS[kind].render(hostile)]
+    texts = [export_formats.EXPORTS[kind].render(hostile)]
     texts += [text for name, text in LAYOUTS[kind].files(hostile) if name.endswith(".md")]
     for text in texts:
         assert "evil.example" in text  # shown, not dropped
@@ -66,7 +66,7 @@ def test_every_file_of_a_hostile_plans_export_leaves_nothing_live(hostile, kind)
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_forged_checkbox_or_heading_stays_inside_its_line(hostile, kind):
-    texts = [exports.EXPORTS[kind].render(hostile)]
+    texts = [export_formats.EXPORTS[kind].render(hostile)]
     texts += [text for _, text in LAYOUTS[kind].files(hostile)]
     assert "forged task" in texts[0]
     for text in texts:
@@ -84,7 +84,7 @@ def test_a_sketch_line_cannot_close_its_fence(hostile):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_no_zip_entry_escapes_its_folder(hostile, kind):
-    data = exports.EXPORTS[kind].archive(hostile)
+    data = export_formats.EXPORTS[kind].archive(hostile)
     with zipfile.ZipFile(io.BytesIO(data)) as unzipped:
         names = unzipped.namelist()
     roots = {"speckit": ("specs/007-etc-passwd-script/", ".specify/"),

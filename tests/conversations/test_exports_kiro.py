@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conversations import exports
+from conversations import export_formats
 from conversations.spec_exports import LAYOUTS, ears
 from tests.conversations.spec_plan import assert_golden, make_plan
 
@@ -28,7 +28,7 @@ def test_the_kiro_files_are_the_golden_ones(plan):
 
 
 def test_the_single_markdown_is_the_golden_one(plan):
-    assert_golden("kiro.md", exports.EXPORTS["kiro"].render(plan))
+    assert_golden("kiro.md", export_formats.EXPORTS["kiro"].render(plan))
 
 
 def test_every_acceptance_criterion_is_ears_and_every_task_cites_real_criteria(plan):

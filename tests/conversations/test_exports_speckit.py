@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from conversations import exports
+from conversations import export_formats
 from conversations.spec_exports import LAYOUTS
 from tests.conversations.spec_plan import assert_golden, make_plan
 
@@ -31,7 +31,7 @@ def test_the_speckit_files_are_the_golden_ones(plan):
 
 
 def test_the_single_markdown_is_the_golden_one(plan):
-    assert_golden("speckit.md", exports.EXPORTS["speckit"].render(plan))
+    assert_golden("speckit.md", export_formats.EXPORTS["speckit"].render(plan))
 
 
 def test_every_task_is_a_checkbox_with_an_id_a_story_and_its_file_paths(plan):
@@ -55,7 +55,7 @@ def test_the_plan_carries_the_quality_line_the_sketch_as_a_patch_and_the_rules(p
 
 
 def test_the_zip_holds_the_layout_and_the_same_bytes_each_time(plan):
-    archive = exports.EXPORTS["speckit"].archive
+    archive = export_formats.EXPORTS["speckit"].archive
     assert archive is not None
     data = archive(plan)
     with zipfile.ZipFile(io.BytesIO(data)) as unzipped:

@@ -7,7 +7,7 @@ import zipfile
 import pytest
 from django.urls import reverse
 
-from conversations import exports
+from conversations import export_formats
 from conversations.spec_exports import LAYOUTS
 from tests.conversations.spec_plan import make_plan
 
@@ -44,7 +44,7 @@ def test_the_owner_downloads_the_layout_as_one_markdown(client, user, plan, kind
     assert response.status_code == 200
     assert response["Content-Type"] == "text/markdown; charset=utf-8"
     assert response["Content-Disposition"] == f'attachment; filename="plan-7-v1.{kind}.md"'
-    assert response.content.decode() == exports.EXPORTS[kind].render(plan)
+    assert response.content.decode() == export_formats.EXPORTS[kind].render(plan)
 
 
 @pytest.mark.parametrize("kind", KINDS)

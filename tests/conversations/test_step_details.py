@@ -40,7 +40,9 @@ def test_a_where_only_detail_takes_the_proposal_steps_detail_and_keeps_its_citat
 
 
 def test_without_a_matching_proposal_step_the_detail_stays():
-    plan = {"steps": [{"title": "Modify `handle`", "symbol": "Linker.handle", "detail": WHERE_ONLY}]}
+    plan = {
+        "steps": [{"title": "Modify `handle`", "symbol": "Linker.handle", "detail": WHERE_ONLY}]
+    }
     proposal = {"steps": [{"title": "Other", "symbol": "Other.thing", "detail": SAID}]}
     assert with_details_from(plan, proposal) == plan
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from markdown_it import MarkdownIt
 
-from conversations import exports
+from conversations import export_formats
 from conversations.exports import safe_markdown
 from conversations.models import Plan, PlanningSession, PlanningState
 from conversations.rendering import render_markdown
@@ -115,7 +115,7 @@ def injected_plan(user, codebase):
 @pytest.mark.django_db
 @pytest.mark.parametrize("kind", ["github", "handoff"])
 def test_a_markdown_export_of_an_injected_plan_leaves_nothing_live(injected_plan, kind):
-    text = exports.EXPORTS[kind].render(injected_plan)
+    text = export_formats.EXPORTS[kind].render(injected_plan)
 
     assert "evil.example" in text  # shown, not dropped
     assert live_parts(text) == []
@@ -126,7 +126,7 @@ def test_a_github_issue_without_a_summary_shows_the_title_inert(injected_plan):
     injected_plan.structured = {**injected_plan.structured, "summary": ""}
     injected_plan.save()
 
-    text = exports.EXPORTS["github"].render(injected_plan)
+    text = export_formats.EXPORTS["github"].render(injected_plan)
 
     assert text.startswith("Plan \\[x\\](`https://evil.example/steal?d=SECRET`)")
     assert live_parts(text) == []
@@ -134,7 +134,7 @@ def test_a_github_issue_without_a_summary_shows_the_title_inert(injected_plan):
 
 @pytest.mark.django_db
 def test_the_json_exports_text_fields_are_inert_markdown_too(injected_plan):
-    data = json.loads(exports.EXPORTS["json"].render(injected_plan))
+    data = json.loads(export_formats.EXPORTS["json"].render(injected_plan))
 
     texts = [data["summary"], *data["decisions"], *data["testing"], *data["risks"]]
     texts += [s["title"] for s in data["steps"]] + [s["detail"] for s in data["steps"]]

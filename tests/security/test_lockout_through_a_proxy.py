@@ -51,7 +51,9 @@ def start_daphne(data: Path, trusted: str) -> tuple[subprocess.Popen[str], int]:
     env.pop("DATABASE_URL", None)
     manage = [sys.executable, "manage.py"]
     for command in (["migrate", "--noinput"], ["shell", "-c", MAKE_USER]):
-        done = subprocess.run([*manage, *command], cwd=ROOT, env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [*manage, *command], cwd=ROOT, env=env, capture_output=True, text=True
+        )
         assert done.returncode == 0, f"{command[0]} failed:\n{done.stderr[-2000:]}"
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-e", "tcp:port=0:interface=127.0.0.1",
