@@ -75,6 +75,8 @@ async def shows_login(cookie_headers: list[bytes], authorization_headers: list[b
         return True
     token = bearer_token(authorization_headers)
     return token is not None and await is_live_token(token)
+
+
 # Room for what a multipart upload carries besides the files: boundaries, part headers, the
 # CSRF token and the form's other fields. Without it a pack of exactly the limit would be cut.
 MULTIPART_SLACK = 1024 * 1024
