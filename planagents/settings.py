@@ -303,6 +303,7 @@ PLANAGENTS_USER_MESSAGES_PER_MINUTE = env_int("PLANAGENTS_USER_MESSAGES_PER_MINU
 # static files ("ninja" installed: no CDN). Each API token may make PLANAGENTS_API_RATE
 # requests ("N/s", "N/min", "N/hour", "N/day"), counted per token in Django's cache.
 INSTALLED_APPS += ["ninja", "api"]
+INSTALLED_APPS += ["mcp_server"]  # the MCP server (issue 23): `manage.py mcp`, /mcp/
 # A bad value stops the start-up (api.apps).
 PLANAGENTS_API_RATE = env_str("PLANAGENTS_API_RATE", "120/min")
 
