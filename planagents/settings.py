@@ -307,6 +307,14 @@ INSTALLED_APPS += ["mcp_server"]  # the MCP server (issue 23): `manage.py mcp`, 
 # A bad value stops the start-up (api.apps).
 PLANAGENTS_API_RATE = env_str("PLANAGENTS_API_RATE", "120/min")
 
+# Codebases from git (issue 23, rag/git_source.py): a shallow fetch by the git CLI in a child
+# process group, stopped after PLANAGENTS_GIT_TIMEOUT_SECONDS or once it has downloaded more than
+# PLANAGENTS_GIT_MAX_BYTES (the commit's files are held to the same bound). file:// URLs and local
+# paths are refused unless PLANAGENTS_GIT_ALLOW_LOCAL is on (it lets users read this machine).
+PLANAGENTS_GIT_TIMEOUT_SECONDS = env_float("PLANAGENTS_GIT_TIMEOUT_SECONDS", 120.0)
+PLANAGENTS_GIT_MAX_BYTES = env_int("PLANAGENTS_GIT_MAX_BYTES", 100 * 1024 * 1024, minimum=1024)
+PLANAGENTS_GIT_ALLOW_LOCAL = env_bool("PLANAGENTS_GIT_ALLOW_LOCAL", False)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,5 +1,6 @@
 from django import forms
 
+from rag.git_source import MAX_REF_CHARS, MAX_URL_CHARS, GitSourceError, check_source
 from rag.services import UploadError, check_uploads
 
 REFUSE = "refuse"
@@ -71,3 +72,33 @@ class NewVersionForm(forms.Form):
         help_text="A new Repomix pack or zip of the same repository. Unchanged code keeps "
         "its vectors, so only what changed is embedded again.",
     )
+
+
+class GitSourceForm(forms.Form):
+    """Add a codebase from a git repository: where it is, and which branch, tag or commit."""
+
+    name = forms.CharField(
+        max_length=200, required=False, help_text="Defaults to the repository's name."
+    )
+    url = forms.CharField(
+        label="Repository",
+        max_length=MAX_URL_CHARS,
+        help_text="An https:// or ssh URL of a public repository "
+        "(https://github.com/owner/repo.git, git@host:owner/repo.git).",
+    )
+    ref = forms.CharField(
+        label="Branch, tag or commit",
+        max_length=MAX_REF_CHARS,
+        required=False,
+        help_text="Empty for the repository's default branch.",
+    )
+
+    def clean(self) -> dict[str, object]:
+        """`cleaned_data["source"]` is the checked source (rag.git_source.check_source)."""
+        cleaned = super().clean() or {}
+        if "url" in cleaned:
+            try:
+                cleaned["source"] = check_source(cleaned["url"], cleaned.get("ref") or "")
+            except GitSourceError as exc:
+                raise forms.ValidationError(exc.message, code="refused") from None
+        return cleaned

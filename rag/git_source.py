@@ -34,6 +34,8 @@ from django.conf import settings
 from rag.parsers.archive import MAX_TOTAL_BYTES
 
 POLL_SECONDS = 0.1
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""Where git and ssh are looked for: the system's, not whatever the server's PATH holds."""
 MAX_URL_CHARS = 2000
 MAX_REF_CHARS = 200
 ALLOWED_SCHEMES = ("https", "ssh")
@@ -218,7 +220,7 @@ def _clean_env(home: Path) -> dict[str, str]:
         f"-o UserKnownHostsFile={home / 'known_hosts'} -o ConnectTimeout=15"
     )
     return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PATH": SYSTEM_PATH,
         "HOME": str(home),
         "LANG": "C",
         "LC_ALL": "C",

@@ -48,6 +48,17 @@ class Codebase(models.Model):
     uploaded_at = models.DateTimeField(null=True, blank=True)
     """When the upload it keeps (the latest version) was uploaded; empty for codebases
     uploaded before this was recorded."""
+    git_url = models.CharField(max_length=2000, blank=True)
+    """The git repository it was added from (a URL, or a local path where allowed); empty
+    for an uploaded codebase. Sync fetches it again."""
+    git_ref = models.CharField(max_length=200, blank=True)
+    """The branch, tag or commit it follows; empty for the repository's default branch."""
+    git_commit = models.CharField(max_length=64, blank=True)
+    """The commit last fetched (the one indexed, once indexing is done)."""
+    git_fetched_at = models.DateTimeField(null=True, blank=True)
+    """When the repository was last fetched."""
+    git_error = models.TextField(blank=True)
+    """Why the last fetch failed, in words the user can act on; empty when it did not."""
     created_at = models.DateTimeField(auto_now_add=True)
     """When it was first uploaded."""
     updated_at = models.DateTimeField(auto_now=True)

@@ -11,9 +11,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from rag import api, index, profile, rules_views, services, versions
+from rag import api, git_sync, index, profile, rules_views, services, versions
 from rag.chunking import split_lines
-from rag.forms import NewVersionForm, UploadForm
+from rag.forms import GitSourceForm, NewVersionForm, UploadForm
 from rag.models import Codebase, CodebaseVersion, CodeFile
 from rag.paths import FileSet
 from rag.roles import (
@@ -68,8 +68,43 @@ def upload(request: HttpRequest) -> HttpResponse:
         status = 409 if duplicate else 400
     else:
         status = 200
-    ctx = {"form": form, "error": error, "duplicate": duplicate}
+    ctx = {"form": form, "git_form": GitSourceForm(), "error": error, "duplicate": duplicate}
     return render(request, "rag/upload.html", ctx, status=status)
+
+
+@login_required
+@require_POST
+def add_from_git(request: HttpRequest) -> HttpResponse:
+    """Add a codebase from a git repository: the fetch and the indexing run as a job, and the
+    codebase page shows them going."""
+    git_form = GitSourceForm(request.POST)
+    if git_form.is_valid():
+        codebase = git_sync.add_from_git(
+            request.user,  # type: ignore[arg-type]  # login_required: never anonymous
+            git_form.cleaned_data["name"],
+            git_form.cleaned_data["source"],
+        )
+        return redirect("rag:detail", pk=codebase.pk)
+    ctx = {"form": UploadForm(), "git_form": git_form, "error": "", "duplicate": None}
+    return render(request, "rag/upload.html", ctx, status=400)
+
+
+@login_required
+@require_POST
+def sync(request: HttpRequest, pk: int) -> HttpResponse:
+    """Fetch a git codebase's branch, tag or commit again; a new commit becomes a new version."""
+    codebase = services.get_codebase_for(request.user, pk)
+    try:
+        git_sync.sync(codebase)
+    except services.UploadError as exc:
+        messages.error(request, f"Not synced: {exc.message}")
+    else:
+        messages.success(
+            request,
+            "Fetching the repository again. A new commit is indexed as a new version; plans "
+            "on this codebase whose files or cited lines changed will show as stale.",
+        )
+    return redirect("rag:detail", pk=codebase.pk)
 
 
 @login_required
