@@ -1,0 +1,5 @@
+"""`python -m cli`: the `planagents` command."""
+
+from cli.main import main
+
+main()
