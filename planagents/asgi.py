@@ -14,6 +14,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from conversations.routing import websocket_urlpatterns  # noqa: E402
+from mcp_server.http import mounted  # noqa: E402
 from planagents import daphne_limits, jobs  # noqa: E402
 from planagents.limits import BodyCaps, BodyLimitMiddleware  # noqa: E402
 
@@ -25,7 +26,8 @@ jobs.serve()
 
 application = ProtocolTypeRouter(
     {
-        "http": BodyLimitMiddleware(django_asgi_app, body_caps),
+        # /mcp/: the MCP server for coding agents (mcp_server.http: a token, never a cookie).
+        "http": mounted(BodyLimitMiddleware(django_asgi_app, body_caps)),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
