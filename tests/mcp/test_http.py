@@ -158,3 +158,18 @@ async def test_an_agent_adds_a_codebase_plans_and_reads_the_plan_over_http(world
         assert (
             data(await reader.call_tool("plan_status", {"session": session}))["session"] == session
         )
+
+
+async def test_a_debate_ends_with_its_plan_when_the_agents_hand_over(world):
+    async with connected(world, world.write) as client:
+        upload = {"content_base64": base64.b64encode(shop_zip()).decode(), "filename": "shop.zip"}
+        codebase = data(
+            await client.call_tool("add_codebase", {**upload, "allow_duplicate": True})
+        )["id"]
+        made = data(
+            await client.call_tool(
+                "plan_change", {"codebase": codebase, "task": TASK, "mode": "debate"}
+            )
+        )
+    assert made["state"]["mode"] == "debate"
+    assert made["plan"]["version"] == 1 and made["plan"]["markdown"].startswith("# ")

@@ -76,6 +76,19 @@ async def test_an_agent_adds_a_codebase_plans_and_reads_the_plan_over_stdio(worl
         resource = await client.read_resource(f"plan://{session}/1")
         assert resource.contents[0].text == plan["markdown"]  # type: ignore[union-attr]
 
+        progress.clear()
+        revised = data(
+            await client.call_tool(
+                "revise_plan",
+                {"session": session, "instruction": "Also cover an empty cart."},
+                progress_callback=on_progress,
+            )
+        )
+        assert revised["plan"]["version"] == 2 and revised["state"]["status"] == "completed"
+        assert progress, "a revision reports its progress too"
+        first = await client.read_resource(f"plan://{session}/1")
+        assert first.contents[0].text == plan["markdown"]  # type: ignore[union-attr]
+
     async with served(env, "--user", "other") as theirs:
         refused = error(await theirs.call_tool("get_plan", {"session": session}))
         assert f"No session {session} of yours" in refused
