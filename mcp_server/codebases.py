@@ -17,9 +17,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from api import present
 from mcp_server.identity import Caller, writer
+from rag import git_sync, services, versions
 from rag import index as rag_index
-from rag import services, versions
-from rag.forms import UploadForm
+from rag.forms import GitSourceForm, UploadForm
 from rag.models import Codebase
 from rag.navigation import Navigator
 from rag.retrieval import retrieve
@@ -114,6 +114,18 @@ def add_codebase(
         raise ToolError(f"{exc.message} (codebase {exc.existing.pk})") from None
     except services.UploadError as exc:
         raise ToolError(exc.message) from None
+
+
+def add_from_git(caller: Caller, *, url: str, ref: str = "", name: str = "") -> Codebase:
+    """Queue the fetch of a git repository's branch, tag or commit and its indexing, as the
+    upload page's "Add from git" does (its form refuses the same URLs in the same words)."""
+    writer(caller)
+    form = GitSourceForm({"name": name, "url": url, "ref": ref})
+    if not form.is_valid():
+        raise ToolError(" ".join(str(e) for errors in form.errors.values() for e in errors))
+    return git_sync.add_from_git(
+        caller.user, form.cleaned_data["name"], form.cleaned_data["source"]
+    )
 
 
 def indexing_state(caller: Caller, codebase_id: int) -> Codebase:

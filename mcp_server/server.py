@@ -84,24 +84,33 @@ def build(identify: Identify) -> MCPServer:
         path: str = "",
         content_base64: str = "",
         filename: str = "",
+        git_url: str = "",
+        ref: str = "",
         name: str = "",
         allow_duplicate: bool = False,
         wait: bool = True,
     ) -> dict[str, Any]:
-        """Add a codebase from a zip of a repository or a Repomix pack: `path` to a file on the
-        server's machine (stdio only), or its bytes as `content_base64` with `filename`. It is
-        checked like an upload on the web page and indexed in the background; with `wait` the
-        call reports indexing progress and returns once it is ready (or failed). A git URL is
-        not taken here yet."""
+        """Add a codebase: a git repository (`git_url`, https or ssh, and `ref`: a branch,
+        tag or commit, the default branch if empty; fetched shallow, with time and size
+        limits), or a zip of a repository or a Repomix pack: `path` to a file on the server's
+        machine (stdio only) or its bytes as `content_base64` with `filename`. It is checked as
+        on the web page's upload form and indexed in the background; with `wait` the call
+        reports the indexing's progress and returns once it is ready (or failed)."""
         who = await caller(ctx)
-        codebase = await run(
-            codebases.add_codebase,
-            who,
-            path=path,
-            content_base64=content_base64,
-            filename=filename,
-            name=name,
-            allow_duplicate=allow_duplicate,
+        if git_url and (path or content_base64):
+            raise ToolError("Give a git URL or a file, not both.")
+        codebase = (
+            await run(codebases.add_from_git, who, url=git_url, ref=ref, name=name)
+            if git_url
+            else await run(
+                codebases.add_codebase,
+                who,
+                path=path,
+                content_base64=content_base64,
+                filename=filename,
+                name=name,
+                allow_duplicate=allow_duplicate,
+            )
         )
         deadline = time.monotonic() + INDEX_WAIT_SECONDS
         said = -1

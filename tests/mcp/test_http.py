@@ -173,3 +173,9 @@ async def test_a_debate_ends_with_its_plan_when_the_agents_hand_over(world):
         )
     assert made["state"]["mode"] == "debate"
     assert made["plan"]["version"] == 1 and made["plan"]["markdown"].startswith("# ")
+
+
+async def test_a_local_git_path_is_refused_unless_the_server_allows_it(world, tmp_path):
+    async with connected(world, world.write) as client:
+        refused = error(await client.call_tool("add_codebase", {"git_url": str(tmp_path)}))
+    assert "Local paths are refused on this server (PLANAGENTS_GIT_ALLOW_LOCAL is off)" in refused

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.mcp.world import TASK, data, error, make_users, server_env, shop_zip
+from tests.mcp.world import TASK, data, error, make_users, server_env, shop_repository, shop_zip
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,9 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def world(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mcp-stdio")
     env = server_env(folder)
+    env["PLANAGENTS_GIT_ALLOW_LOCAL"] = "1"  # the test's repository is a local path
     tokens = make_users(env)
     pack = folder / "shop.zip"
     pack.write_bytes(shop_zip())
+    shop_repository(folder / "shop-repo")
     return env, tokens, pack
 
 
@@ -113,3 +115,19 @@ def test_a_revoked_or_unknown_token_is_refused_at_start(world):
     )
     assert done.returncode != 0
     assert "token is missing, unknown or revoked" in done.stderr
+
+
+async def test_an_agent_plans_on_a_codebase_added_from_a_local_git_repository(world):
+    env, _tokens, pack = world
+    async with served(env, "--user", "owner") as client:
+        added = data(
+            await client.call_tool(
+                "add_codebase", {"git_url": str(pack.parent / "shop-repo"), "ref": "main"}
+            )
+        )
+        assert added["status"] == "ready" and added["file_count"] == 10
+
+        made = data(await client.call_tool("plan_change", {"codebase": added["id"], "task": TASK}))
+
+    assert made["state"]["status"] == "completed"
+    assert made["plan"]["version"] == 1 and "shop/" in made["plan"]["markdown"]

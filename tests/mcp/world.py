@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,19 @@ def shop_zip() -> bytes:
         for path, text in FILES.items():
             archive.writestr(f"shop-main/{path}", text)
     return buffer.getvalue()
+
+
+def shop_repository(folder: Path) -> Path:
+    """A local git repository holding the shop's files in one commit on `main`."""
+    folder.mkdir()
+    for path, text in FILES.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text)
+    git = ["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "shop"], check=True)
+    return folder
 
 
 def server_env(data: Path) -> dict[str, str]:
