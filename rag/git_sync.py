@@ -20,7 +20,7 @@ from django.utils import timezone
 from planagents import leases
 from planagents.jobs import dispatch
 from rag import git_source, indexing
-from rag.indexing import index_codebase, lease_name
+from rag.indexing import index_codebase
 from rag.models import Codebase, CodebaseVersion
 from rag.services import IndexHandle, IndexingBusy, UploadError, _distinct_name, upload_digest
 
@@ -73,13 +73,21 @@ def sync(codebase: Codebase) -> IndexHandle:
     return IndexHandle(codebase.pk)
 
 
+def fetch_lease(codebase_id: int) -> str:
+    """The lease a fetch holds: one fetch per codebase at a time. Not the indexing lease, which
+    the job still filling in the previous version's vectors may hold for minutes."""
+    return f"gitfetch:{codebase_id}"
+
+
 def fetch_codebase(codebase_id: int) -> None:
     """The job: fetch the codebase's commit, keep its zip as the upload, index it. A failed
     fetch leaves an indexed codebase as it was (ready, with why in `git_error`) and fails a
     codebase that has no version yet."""
     try:
-        with leases.held(lease_name(codebase_id), on_renew=lambda: _beat(codebase_id)):
-            codebase = Codebase.objects.filter(pk=codebase_id, status=Status.PENDING).first()
+        with leases.held(fetch_lease(codebase_id), on_renew=lambda: _beat(codebase_id)):
+            codebase = Codebase.objects.filter(
+                pk=codebase_id, status__in=indexing.UNFINISHED
+            ).first()
             if codebase is None or not codebase.git_url:
                 return
             try:
@@ -91,9 +99,11 @@ def fetch_codebase(codebase_id: int) -> None:
                 return
             changed = _keep(codebase, fetched)
     except leases.LeaseHeld:
-        log.info("codebase %s is being fetched or indexed by another job; skipping", codebase_id)
+        log.info("codebase %s is being fetched by another job; skipping", codebase_id)
         return
     if changed:
+        # When an indexing job still holds the codebase (the last version's vectors), it sees
+        # the codebase pending again, stops, and dispatches the indexing of this upload itself.
         index_codebase(codebase_id)
 
 
@@ -114,7 +124,7 @@ def _fetch_failed(codebase: Codebase, message: str) -> None:
         fields.update(status=Status.READY, progress=100, progress_stage="ready")
     else:
         fields.update(status=Status.FAILED, error=message, progress_stage="failed")
-    Codebase.objects.filter(pk=codebase.pk, status=Status.PENDING).update(**fields)
+    Codebase.objects.filter(pk=codebase.pk, status__in=indexing.UNFINISHED).update(**fields)
 
 
 def _keep(codebase: Codebase, fetched: git_source.Fetched) -> bool:
@@ -146,13 +156,19 @@ def _keep(codebase: Codebase, fetched: git_source.Fetched) -> bool:
         shutil.rmtree(staging, ignore_errors=True)
         _fetch_failed(codebase, f"The fetched code could not be stored ({exc.strerror}).")
         return False
+    # Pending again whatever happened meanwhile (an indexing of the previous upload resumed
+    # by the page, say): the upload is this one now, and it is what must be indexed next.
     return bool(
-        Codebase.objects.filter(pk=codebase.pk, status=Status.PENDING).update(
+        Codebase.objects.filter(pk=codebase.pk).update(
             upload_path=folder.as_posix(),
             upload_sha256=digest,
             uploaded_at=now,
             git_commit=fetched.commit,
             git_fetched_at=now,
+            status=Status.PENDING,
+            progress=0,
+            progress_stage="",
+            error="",
             updated_at=now,
         )
     )

@@ -8,9 +8,11 @@ from django.utils.module_loading import import_string
 
 from conversations import stale
 from conversations.models import Plan, PlanningSession, PlanningState
+from planagents import leases
 from planagents.jobs import job_path
 from rag import git_sync
 from rag.git_sync import fetch_codebase
+from rag.indexing import index_codebase, lease_name
 from rag.models import Codebase, CodebaseVersion
 from tests.rag.git_repos import Repo
 
@@ -115,6 +117,24 @@ def test_a_sync_after_a_new_commit_makes_a_new_version_and_the_plan_goes_stale(
     assert (latest.number, latest.changed) == (2, ["app/auth.py"])
     report = stale.check(Plan.objects.get(pk=plan.pk))
     assert report.is_stale and report.files == ["app/auth.py"]
+
+
+def test_a_sync_while_the_last_versions_vectors_fill_in_is_not_lost(
+    alice_client, local_on, repo, queued
+):
+    codebase = added(alice_client, repo, queued)
+    third = repo.commit({"app/auth.py": "def login(user, ip):\n    return True\n"}, "ip")
+    with leases.held(lease_name(codebase.pk)):  # the indexing job, still embedding
+        git_sync.sync(codebase)
+        run(queued)
+        codebase.refresh_from_db()
+        assert (codebase.status, codebase.git_commit) == (Codebase.Status.PENDING, third)
+    # That job sees the codebase pending again when it ends, and indexes the new upload.
+    index_codebase(codebase.pk)
+    codebase.refresh_from_db()
+    assert codebase.status == Codebase.Status.READY
+    assert codebase.versions.count() == 2
+    assert "ip" in codebase.files.get(path="app/auth.py").content
 
 
 def test_a_sync_of_the_same_commit_makes_no_new_version(alice_client, local_on, repo, queued):
