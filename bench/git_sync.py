@@ -55,8 +55,6 @@ def make_repo(bare: Path, commits: int, files: int) -> None:
         stream.append(b"commit refs/heads/main\n")
         stream.append(b"committer Bench <bench@example.com> %d +0000\n" % when)
         stream.append(b"data %d\n%s\n" % (len(message), message))
-        if c:
-            stream.append(b"from refs/heads/main^0\n")
         for n in changed:
             body = module(n, c).encode()
             stream.append(b"M 100644 inline pkg/mod%03d.py\ndata %d\n%s\n" % (n, len(body), body))
