@@ -18,9 +18,10 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
-from tests.api.server import Server, daphne
-from tests.mcp.world import TASK, data, error, make_users, server_env, shop_zip
+from tests.api.server import Server, daphne, manage
+from tests.mcp.world import MAKE_USERS, TASK, data, error, make_users, server_env, shop_zip
 
 
 @dataclass
@@ -29,6 +30,7 @@ class World:
     write: str
     read: str
     others: str
+    env: dict[str, str]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,7 @@ def world(tmp_path_factory) -> Iterator[World]:
     write, read, others = make_users(env)
     extra = {k: env[k] for k in env if k.startswith("PLANAGENTS_") or k == "HF_HUB_OFFLINE"}
     with daphne(folder, extra) as server:
-        yield World(server, write, read, others)
+        yield World(server, write, read, others, env)
 
 
 @asynccontextmanager
@@ -179,3 +181,26 @@ async def test_a_local_git_path_is_refused_unless_the_server_allows_it(world, tm
     async with connected(world, world.write) as client:
         refused = error(await client.call_tool("add_codebase", {"git_url": str(tmp_path)}))
     assert "Local paths are refused on this server (PLANAGENTS_GIT_ALLOW_LOCAL is off)" in refused
+
+
+REVOKE = (
+    "from api.models import ApiToken; from api.services import digest, revoke_token; "
+    "t = ApiToken.objects.get(digest=digest({secret!r})); revoke_token(t.owner, t.pk)"
+)
+
+
+async def test_a_token_revoked_mid_session_is_refused_at_its_next_call(world):
+    write, _read, _others = make_users_for(world, "late")
+    async with connected(world, write) as client:
+        assert data(await client.call_tool("list_codebases", {})) == []
+        manage(world.env, "shell", "-c", REVOKE.format(secret=write))
+        with pytest.raises(MCPError, match="error response"):
+            await client.call_tool("list_codebases", {})
+    assert post(world, {"Authorization": f"Bearer {write}"})[0] == 401  # what the client got
+
+
+def make_users_for(world: World, prefix: str) -> tuple[str, str, str]:
+    script = MAKE_USERS.replace("'owner'", f"'{prefix}-owner'").replace(
+        "'other'", f"'{prefix}-other'"
+    )
+    return tuple(manage(world.env, "shell", "-c", script).split()[-3:])  # type: ignore[return-value]
