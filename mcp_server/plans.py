@@ -16,7 +16,7 @@ from agents.workflow import CHECKPOINT
 from api import present
 from conversations import export_formats, services
 from conversations.forms import NewSessionForm
-from conversations.models import Plan, PlanningSession
+from conversations.models import Message, Plan, PlanningSession
 from conversations.store import session_state_payload
 from mcp_server.codebases import ready_codebase
 from mcp_server.identity import Caller, writer
@@ -89,6 +89,9 @@ class Snapshot:
     plan_version: int | None
     blocking: list[str]
     error: str
+    reply: str = ""
+    """The agents' last reply, once the session has ended without a plan (a greeting or a
+    question is answered instead of planned)."""
 
     @property
     def at_checkpoint(self) -> bool:
@@ -129,6 +132,10 @@ def snapshot(caller: Caller, session_id: int) -> Snapshot:
     if session.status != Status.RUNNING:
         line += f" · {session.get_status_display()}"
     blocking = [v.get("label", "") for v in (state.get("rules") or {}).get("blocking") or []]
+    reply = ""
+    if session.status in services.ENDED and state["plan_version"] is None:
+        last = session.messages.exclude(role=Message.Role.USER).order_by("-seq").first()
+        reply = last.content[:4000] if last else ""
     return Snapshot(
         session=session.pk,
         status=session.status,
@@ -140,6 +147,7 @@ def snapshot(caller: Caller, session_id: int) -> Snapshot:
         plan_version=state["plan_version"],
         blocking=blocking,
         error=session.error,
+        reply=reply,
     )
 
 

@@ -40,6 +40,10 @@ def _plan_call_result(snap: plans.Snapshot, plan: dict[str, Any] | None) -> Call
             else "The agents wait for you: answer with revise_plan."
             if snap.status == plans.Status.AWAITING_HUMAN
             else "Still working: plan_status follows it."
+            if snap.status == plans.Status.RUNNING
+            else f"The session ended without a plan: {snap.reply}"
+            if snap.reply
+            else "The session ended without a plan."
         )
         state["detail"] = why
         return CallToolResult(

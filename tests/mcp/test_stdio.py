@@ -131,3 +131,18 @@ async def test_an_agent_plans_on_a_codebase_added_from_a_local_git_repository(wo
 
     assert made["state"]["status"] == "completed"
     assert made["plan"]["version"] == 1 and "shop/" in made["plan"]["markdown"]
+
+
+async def test_a_greeting_is_answered_and_the_call_says_there_is_no_plan(world):
+    env, _tokens, pack = world
+    async with served(env, "--user", "owner") as client:
+        added = {"path": str(pack), "allow_duplicate": True}
+        codebase = data(await client.call_tool("add_codebase", added))["id"]
+        result = await client.call_tool("plan_change", {"codebase": codebase, "task": "hello"})
+
+    state = data(result)
+    assert state["status"] == "completed" and state["plan_version"] is None
+    assert (
+        state["detail"].startswith("The session ended without a plan: ")
+        and len(state["detail"]) > 40
+    )
