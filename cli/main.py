@@ -246,16 +246,17 @@ def plan(
             session = _follow(run, session, timeout)
             plan = run.client.plan(session["id"])
             data = run.client.export(session["id"], "json", as_zip=False).text
-        (out / "plan.md").write_text(plan["markdown"])
-        (out / "plan.json").write_text(data)
-        done = time.monotonic()
-        console.print(
-            f"Wrote {out / 'plan.md'} and {out / 'plan.json'} (plan v{plan['version']}): "
-            f"indexed in {indexed - started:.1f} s, planned in {done - indexed:.1f} s.",
-            highlight=False,
-        )
-        if line := _quality_line(plan):
-            console.print(f"Checked by the app: {line}", highlight=False)
+            # Written before the in-process run waits for its background jobs at the end.
+            (out / "plan.md").write_text(plan["markdown"])
+            (out / "plan.json").write_text(data)
+            done = time.monotonic()
+            console.print(
+                f"Wrote {out / 'plan.md'} and {out / 'plan.json'} (plan v{plan['version']}): "
+                f"indexed in {indexed - started:.1f} s, planned in {done - indexed:.1f} s.",
+                highlight=False,
+            )
+            if line := _quality_line(plan):
+                console.print(f"Checked by the app: {line}", highlight=False)
     except (CliError, PackError) as exc:
         raise fail(str(exc)) from None
 
