@@ -15,7 +15,7 @@ from api import present
 from api.auth import reader, writer
 from api.schemas import Problem, SessionIn, SessionOut
 from conversations import services
-from conversations.forms import NewSessionForm
+from conversations.forms import NewSessionForm, problems, start_from
 from conversations.models import PlanningSession
 from rag.services import get_codebase_for
 
@@ -67,23 +67,9 @@ def start_session(request: HttpRequest, body: SessionIn) -> Status[dict[str, Any
         user=owner,
     )
     if not form.is_valid():
-        problems = [
-            f"{name}: {error}" if name != "__all__" else str(error)
-            for name, errors in form.errors.items()
-            for error in errors
-        ]
-        return Status(400, {"detail": " ".join(problems)})
+        return Status(400, {"detail": problems(form)})
     try:
-        session = services.start_session(
-            owner,
-            codebase=form.cleaned_data["codebase"],
-            task=form.cleaned_data["task"],
-            mode=form.cleaned_data["mode"],
-            agent_a_profile=form.cleaned_data["agent_a_profile"],
-            agent_b_profile=form.cleaned_data["agent_b_profile"],
-            max_exchanges=form.cleaned_data["max_exchanges"],
-            fallback_profile=form.cleaned_data.get("fallback_profile") or "",
-        )
+        session = start_from(form)
     except services.SessionError as exc:
         return Status(400, {"detail": str(exc)})
     return Status(201, present.session(session_or_404(owner, session.pk), None))

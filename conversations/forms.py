@@ -67,6 +67,7 @@ class NewSessionForm(forms.Form):
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.user = user
         codebase_field = self.fields["codebase"]
         assert isinstance(codebase_field, forms.ModelChoiceField)
         codebase_field.queryset = Codebase.objects.filter(owner=user, status=Codebase.Status.READY)
@@ -101,3 +102,30 @@ class NewSessionForm(forms.Form):
             if data.get(name) and data[name] not in self.available:
                 self.add_error(name, "That model profile is not available on this server.")
         return data
+
+
+def start_from(form: NewSessionForm) -> PlanningSession:
+    """The session a valid new-session form asks for, started for the form's user: the page,
+    the API and the MCP server all start one here. Raises services.SessionError."""
+    from conversations import services  # noqa: PLC0415 (services imports the models this uses)
+
+    data = form.cleaned_data
+    return services.start_session(
+        form.user,
+        codebase=data["codebase"],
+        task=data["task"],
+        mode=data["mode"],
+        agent_a_profile=data["agent_a_profile"],
+        agent_b_profile=data["agent_b_profile"],
+        max_exchanges=data["max_exchanges"],
+        fallback_profile=data.get("fallback_profile") or "",
+    )
+
+
+def problems(form: forms.Form) -> str:
+    """A form's errors as one line, for a caller that has no page to show them on."""
+    return " ".join(
+        f"{name}: {error}" if name != "__all__" else str(error)
+        for name, errors in form.errors.items()
+        for error in errors
+    )

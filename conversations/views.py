@@ -11,7 +11,7 @@ from agents.citations import line_note
 from agents.models import LLMCall
 from agents.providers import list_profiles
 from conversations import exports, progress, services, stale, store
-from conversations.forms import NewSessionForm
+from conversations.forms import NewSessionForm, start_from
 from conversations.models import Plan, PlanningSession
 from conversations.plan_page import editor_context, page_context
 from rag.services import codebases_for
@@ -55,16 +55,7 @@ def new_session(request: HttpRequest) -> HttpResponse:
     )
     if request.method == "POST" and form.is_valid():
         try:
-            session = services.start_session(
-                request.user,
-                codebase=form.cleaned_data["codebase"],
-                task=form.cleaned_data["task"],
-                mode=form.cleaned_data["mode"],
-                agent_a_profile=form.cleaned_data["agent_a_profile"],
-                agent_b_profile=form.cleaned_data["agent_b_profile"],
-                max_exchanges=form.cleaned_data["max_exchanges"],
-                fallback_profile=form.cleaned_data.get("fallback_profile") or "",
-            )
+            session = start_from(form)
         except services.SessionError as exc:
             form.add_error(None, str(exc))
         else:

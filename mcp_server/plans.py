@@ -15,7 +15,7 @@ from agents.plan_quality import Quality
 from agents.workflow import CHECKPOINT
 from api import present
 from conversations import export_formats, services
-from conversations.forms import NewSessionForm
+from conversations.forms import NewSessionForm, problems, start_from
 from conversations.models import Message, Plan, PlanningSession
 from conversations.store import session_state_payload
 from mcp_server.codebases import ready_codebase
@@ -53,23 +53,9 @@ def start(caller: Caller, codebase_id: int, task: str, mode: str, models: list[s
         user=caller.user,
     )
     if not form.is_valid():
-        raise ToolError(
-            " ".join(
-                f"{name}: {error}" if name != "__all__" else str(error)
-                for name, errors in form.errors.items()
-                for error in errors
-            )
-        )
+        raise ToolError(problems(form))
     try:
-        session = services.start_session(
-            caller.user,
-            codebase=form.cleaned_data["codebase"],
-            task=form.cleaned_data["task"],
-            mode=form.cleaned_data["mode"],
-            agent_a_profile=form.cleaned_data["agent_a_profile"],
-            agent_b_profile=form.cleaned_data["agent_b_profile"],
-            max_exchanges=form.cleaned_data["max_exchanges"],
-        )
+        session = start_from(form)
     except services.SessionError as exc:
         raise ToolError(str(exc)) from None
     return session.pk
