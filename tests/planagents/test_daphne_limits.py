@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import re
 import socket
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.daphne import daphne, manage, server_env
+
 KB = 1024
 LOG_IN = (
     "from django.contrib.auth import get_user_model; from django.test import Client; "
@@ -31,35 +26,11 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[Server]:
-    data = tmp_path_factory.mktemp("daphne-data")
-    env = {**os.environ, "PLANAGENTS_DATA_DIR": str(data), "DJANGO_DEBUG": "1"}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    manage = [sys.executable, "manage.py"]
-    subprocess.run(
-        [*manage, "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True
-    )
-    login = subprocess.run(
-        [*manage, "shell", "-c", LOG_IN], cwd=ROOT, env=env, check=True, capture_output=True, text=True
-    )  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-e", "tcp:port=0:interface=127.0.0.1",
-         "planagents.asgi:application"],
-        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert process.stderr is not None
-    seen = []
-    for line in process.stderr:  # daphne says where it listens once it does
-        seen.append(line)
-        found = re.search(r"Listening on TCP address 127\.0\.0\.1:(\d+)", line)
-        if found:
-            break
-    else:
-        pytest.fail("daphne did not start:\n" + "".join(seen[-20:]))
-    # Keep reading its log so a full pipe never blocks it.
-    threading.Thread(target=process.stderr.read, daemon=True).start()
-    yield Server(int(found.group(1)), login.stdout.strip().splitlines()[-1])
-    process.terminate()
-    process.wait(timeout=30)
+    env = server_env(tmp_path_factory.mktemp("daphne-data"), DJANGO_DEBUG="1")
+    manage(env, "migrate", "--noinput")
+    cookie = manage(env, "shell", "-c", LOG_IN).strip().splitlines()[-1]
+    with daphne(env) as port:
+        yield Server(port, cookie)
 
 
 def request(

@@ -8,20 +8,17 @@ the proxy reaches daphne from 127.0.0.1, the one trusted proxy."""
 from __future__ import annotations
 
 import http.client
-import os
 import re
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.daphne import daphne, manage, server_env
+
 RIGHT = "correct horse battery staple"
 LIMIT = 3
 MAKE_USER = (
@@ -35,42 +32,6 @@ GUESSER, OWNER, FORGER = "127.0.0.2", "127.0.0.3", "127.0.0.4"
 class Servers:
     daphne: int
     proxy: int
-
-
-def start_daphne(data: Path, trusted: str) -> tuple[subprocess.Popen[str], int]:
-    env = {
-        **os.environ,
-        "PLANAGENTS_DATA_DIR": str(data),
-        "DJANGO_DEBUG": "1",
-        "PLANAGENTS_TRUSTED_PROXIES": trusted,
-        "PLANAGENTS_LOGIN_FAILURE_LIMIT": str(LIMIT),
-    }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    # Its own SQLite file in `data`, as `make run` has: in the PostgreSQL pass DATABASE_URL names
-    # the shared database, where an 'alice' from an earlier run would make create_user fail.
-    env.pop("DATABASE_URL", None)
-    manage = [sys.executable, "manage.py"]
-    for command in (["migrate", "--noinput"], ["shell", "-c", MAKE_USER]):
-        done = subprocess.run(
-            [*manage, *command], cwd=ROOT, env=env, capture_output=True, text=True
-        )
-        assert done.returncode == 0, f"{command[0]} failed:\n{done.stderr[-2000:]}"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-e", "tcp:port=0:interface=127.0.0.1",
-         "planagents.asgi:application"],
-        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert process.stderr is not None
-    seen = []
-    for line in process.stderr:  # daphne says where it listens once it does
-        seen.append(line)
-        found = re.search(r"Listening on TCP address 127\.0\.0\.1:(\d+)", line)
-        if found:
-            break
-    else:
-        pytest.fail("daphne did not start:\n" + "".join(seen[-20:]))
-    threading.Thread(target=process.stderr.read, daemon=True).start()
-    return process, int(found.group(1))
 
 
 def start_proxy(upstream: int) -> ThreadingHTTPServer:
@@ -109,12 +70,18 @@ def start_proxy(upstream: int) -> ThreadingHTTPServer:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory) -> Iterator[Servers]:
-    process, port = start_daphne(tmp_path_factory.mktemp("proxy-data"), "127.0.0.1")
-    proxy = start_proxy(port)
-    yield Servers(port, proxy.server_address[1])
-    proxy.shutdown()
-    process.terminate()
-    process.wait(timeout=30)
+    env = server_env(
+        tmp_path_factory.mktemp("proxy-data"),
+        DJANGO_DEBUG="1",
+        PLANAGENTS_TRUSTED_PROXIES="127.0.0.1",
+        PLANAGENTS_LOGIN_FAILURE_LIMIT=str(LIMIT),
+    )
+    manage(env, "migrate", "--noinput")
+    manage(env, "shell", "-c", MAKE_USER)
+    with daphne(env) as port:
+        proxy = start_proxy(port)
+        yield Servers(port, proxy.server_address[1])
+        proxy.shutdown()
 
 
 def log_in(port: int, source: str, password: str, forwarded: str | None = None) -> int:
