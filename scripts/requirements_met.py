@@ -47,6 +47,10 @@ def all_met(pyproject: Path, extras: list[str]) -> bool:
         version(project["name"])
     except PackageNotFoundError:
         return False
+    # An install made before a console script was added lacks it (`planagents`).
+    scripts = Path(sys.executable).parent
+    if any(not (scripts / name).exists() for name in project.get("scripts", {})):
+        return False
     return all(met(text) for text in wanted)
 
 

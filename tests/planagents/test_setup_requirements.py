@@ -45,3 +45,11 @@ def test_a_missing_dev_tool_counts_only_when_dev_is_asked_for(tmp_path):
 def test_requirements_for_another_platform_are_not_asked_for(tmp_path):
     path = pyproject(tmp_path, ['no-such-package-planagents-test; sys_platform == "os/2"'])
     assert check["all_met"](path, [])
+
+
+def test_a_console_script_the_install_lacks_means_pip_must_run(tmp_path):
+    path = pyproject(tmp_path, ["django>=5.2,<5.3"])
+    path.write_text(path.read_text() + '[project.scripts]\nplanagents = "cli.main:main"\n')
+    assert check["all_met"](path, [])  # this venv's install has the command
+    path.write_text(path.read_text() + 'no-such-command-planagents-test = "cli.main:main"\n')
+    assert not check["all_met"](path, [])
