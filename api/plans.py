@@ -75,6 +75,9 @@ def export_plan(
     session_id: int,
     kind: str,
     version: Annotated[int | None, Query(description="A plan version; the latest if none.")] = None,
+    zipped: Annotated[
+        bool, Query(alias="zip", description="The layout as a zip of its folders (speckit, kiro…).")
+    ] = False,
 ) -> HttpResponse:
     """The plan in one of the plan page's export formats (`json`, `github`, `handoff`, and
     any other conversations.exports offers), served as the page serves it."""
@@ -85,8 +88,14 @@ def export_plan(
         )
     session = session_or_404(reader(request), session_id)
     plan = plan_or_404(session, version)
-    response = HttpResponse(export.render(plan), content_type=export.content_type)
     name = f"plan-{session.pk}-v{plan.version}.{export.extension}"
+    if zipped:
+        if export.archive is None:
+            raise Http404(f"The {kind!r} export is one file; it has no zip.")
+        response = HttpResponse(export.archive(plan), content_type="application/zip")
+        name = f"plan-{session.pk}-v{plan.version}-{kind}.zip"
+    else:
+        response = HttpResponse(export.render(plan), content_type=export.content_type)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     response["X-Content-Type-Options"] = "nosniff"
     return response

@@ -60,6 +60,18 @@ class SessionIn(Schema):
     max_exchanges: int | None = Field(None, description="Debate exchanges before the human.")
 
 
+class ApproveIn(Schema):
+    override: str = Field(
+        "",
+        description="Your reason to approve a proposal that breaks a critical rule of the "
+        "codebase (recorded, and listed in the final plan); empty otherwise.",
+    )
+
+
+class StopIn(Schema):
+    pass
+
+
 class SessionOut(Schema):
     id: int
     codebase: int

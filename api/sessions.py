@@ -13,7 +13,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 
 from api import present
 from api.auth import reader, writer
-from api.schemas import Problem, SessionIn, SessionOut
+from api.schemas import ApproveIn, Problem, SessionIn, SessionOut, StopIn
 from conversations import services
 from conversations.forms import NewSessionForm, problems, start_from
 from conversations.models import PlanningSession
@@ -80,3 +80,34 @@ def get_session(request: HttpRequest, session_id: int) -> dict[str, Any]:
     """One of your sessions: its status, where the workflow is, and its latest plan version."""
     session = session_or_404(reader(request), session_id)
     return present.session(session, _latest_plan(session))
+
+
+@router.post(
+    "/{session_id}/approve",
+    response={200: SessionOut, 409: Problem},
+    summary="Approve the proposal at the checkpoint",
+)
+def approve_session(request: HttpRequest, session_id: int, body: ApproveIn) -> Status[Any]:
+    """Approve the proposal waiting at the checkpoint, as the session page's Approve does:
+    the final plan is written next. A proposal that breaks a critical rule needs `override`."""
+    owner = writer(request)
+    session_or_404(owner, session_id)
+    try:
+        services.approve(owner, session_id, body.override)
+    except services.SessionError as exc:
+        return Status(409, {"detail": str(exc)})
+    session = session_or_404(owner, session_id)
+    return Status(200, present.session(session, _latest_plan(session)))
+
+
+@router.post("/{session_id}/stop", response={200: SessionOut, 409: Problem}, summary="Stop")
+def stop_session(request: HttpRequest, session_id: int, body: StopIn) -> Status[Any]:
+    """Stop the session, as the page's Stop does: it ends with a plan from what it has."""
+    owner = writer(request)
+    session_or_404(owner, session_id)
+    try:
+        services.stop(owner, session_id)
+    except services.SessionError as exc:
+        return Status(409, {"detail": str(exc)})
+    session = session_or_404(owner, session_id)
+    return Status(200, present.session(session, _latest_plan(session)))

@@ -105,6 +105,16 @@ class ApiClient:
             if not page["items"] or offset >= page["count"]:
                 return found
 
+    def hand_over(self, session: dict[str, Any]) -> str:
+        """Act as the human when the agents hand over, through the API as the page's buttons
+        do: approve the proposal (planning) or end the discussion (debate), so the final plan
+        is written. What was done, in words."""
+        if session["mode"] == "debate":
+            self.request("POST", f"/sessions/{session['id']}/stop", json={})
+            return "Ended the debate: writing its plan."
+        self.request("POST", f"/sessions/{session['id']}/approve", json={})
+        return "Approved the proposal: writing the final plan."
+
     def export(self, session: int, kind: str, *, as_zip: bool) -> httpx.Response:
         params = {"zip": "1"} if as_zip else None
         return self.request("GET", f"/plans/{session}/export/{kind}", params=params)

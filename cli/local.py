@@ -3,10 +3,8 @@ folder, jobs on background threads), and the very API a server offers, called th
 WSGI app instead of the network. The run acts as one local user (PLANAGENTS_CLI_USER, made on
 first use, without a password) with a write token that lives as long as the run.
 
-What the API does not offer, the in-process run asks of the services the web pages call: the
-human's approval at the checkpoint (conversations.services.approve; Stop for a debate, which
-writes its plan), which plans a new version made stale (conversations.stale.check), and an
-export's zip layout (conversations.export_formats).
+What the API does not offer, the in-process run asks of the services the web pages call: which
+plans a new version made stale (conversations.stale.check).
 """
 
 from __future__ import annotations
@@ -15,9 +13,8 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
 
-from cli.client import ApiClient, CliError
+from cli.client import ApiClient
 
 DEFAULT_USER = "planagents-cli"
 JOBS_GRACE = 900.0
@@ -96,20 +93,6 @@ class Local:
             print("Finishing the search index in the background jobs…", file=sys.stderr)
             jobs.park_held(shutdown.wait_for_running(JOBS_GRACE))
 
-    def hand_over(self, session: dict[str, Any]) -> str:
-        """Act as the human when the agents hand over: approve the proposal (planning) or end
-        the discussion (debate), so the final plan is written. What was done, in words."""
-        from conversations import services
-
-        try:
-            if session["mode"] == "debate":
-                services.stop(self.user, session["id"])
-                return "Ended the debate: writing its plan."
-            services.approve(self.user, session["id"])
-        except services.SessionError as exc:
-            raise CliError(f"Could not approve session #{session['id']}: {exc}") from None
-        return "Approved the proposal: writing the final plan."
-
     def stale_plans(self, codebase: int) -> list[StalePlan]:
         """The latest plan of each of the user's sessions on `codebase` that the code changed
         under (conversations.stale decides)."""
@@ -126,19 +109,3 @@ class Local:
             if report.state == "stale":
                 found.append(StalePlan(session.pk, session.title, plan.version, report.by_file))
         return found
-
-    def export_zip(self, session_id: int, kind: str) -> bytes:
-        from conversations import export_formats, services
-        from conversations.models import Plan
-
-        export = export_formats.EXPORTS[kind]
-        if export.archive is None:
-            raise CliError(f"The {kind} export is a single file; leave out --zip.")
-        try:
-            session = services.get_session_for(self.user, session_id)
-        except services.SessionNotFound:
-            raise CliError("No such session (404)") from None
-        plan = Plan.objects.filter(session=session).order_by("-version").first()
-        if plan is None:
-            raise CliError("No plan yet (404)")
-        return export.archive(plan)

@@ -139,9 +139,12 @@ def _steps(mode: str) -> list[tuple[str, str]]:
     return [(name, node.label) for name, node in NODES.items() if name != COMPLETED]
 
 
-def _follow(run: Backend, session: dict[str, Any], timeout: float) -> dict[str, Any]:
+def _follow(
+    run: Backend, session: dict[str, Any], timeout: float, approve: bool = False
+) -> dict[str, Any]:
     """Poll the session until it has its final plan, with a bar per workflow step (planning)
-    or one for the discussion (debate); the session as it ends."""
+    or one for the discussion (debate); the session as it ends. In process, or with
+    `approve`, the command approves at the checkpoint; else a person does, on the page."""
     steps = _steps(session["mode"])
     order = [name for name, _ in steps]
     deadline = time.monotonic() + timeout
@@ -169,13 +172,13 @@ def _follow(run: Backend, session: dict[str, Any], timeout: float) -> dict[str, 
                 return session
             if status in ("failed", "stopped"):
                 raise CliError(f"Session #{session['id']} {status}: {session['error'] or status}")
-            if status == "awaiting_human" and run.local is not None:
-                progress.console.print(run.local.hand_over(session))
+            if status == "awaiting_human" and (approve or run.local is not None):
+                progress.console.print(run.client.hand_over(session))
             elif status == "awaiting_human" and not told:
                 told = True
                 progress.console.print(
                     f"Session #{session['id']} waits for you: approve it at "
-                    f"{run.server}/sessions/{session['id']}/ (the API cannot approve); the "
+                    f"{run.server}/sessions/{session['id']}/ (or plan with --approve); the "
                     "plan is written here once you do."
                 )
             if time.monotonic() > deadline:
@@ -224,6 +227,13 @@ def plan(
         bool, typer.Option(help=f"Keep the codebase's id in {STATE_FILE} for `sync`.")
     ] = True,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the plan.")] = 3600.0,
+    approve: Annotated[
+        bool,
+        typer.Option(
+            help="With --server: approve the proposal yourself here, without reading it on "
+            "the session page (in process the command always does)."
+        ),
+    ] = False,
 ) -> None:
     """Pack DIRECTORY, index it, have the agents plan TASK, and write plan.md and plan.json."""
     try:
@@ -243,7 +253,7 @@ def plan(
             indexed = time.monotonic()
             session = run.client.start_session(codebase["id"], task, mode, profile)
             console.print(f"Session #{session['id']} on codebase #{codebase['id']}.")
-            session = _follow(run, session, timeout)
+            session = _follow(run, session, timeout, approve)
             plan = run.client.plan(session["id"])
             data = run.client.export(session["id"], "json", as_zip=False).text
             # Written before the in-process run waits for its background jobs at the end.
@@ -378,8 +388,6 @@ def export(
 
 
 def _zip(run: Backend, session: int, kind: str) -> bytes:
-    if run.local is not None:
-        return run.local.export_zip(session, kind)
     response = run.client.export(session, kind, as_zip=True)
     if response.headers.get("content-type", "").split(";")[0] != "application/zip":
         raise CliError(

@@ -76,6 +76,13 @@ MATRIX: dict[tuple[str, str], Row] = {
         names_owners=True,
     ),
     ("GET", "api/v1/sessions/<session_id>"): Row(OBJECT, _session, shows_marker=True),
+    # The owner's session has ended: both answer why they cannot act, reaching the object.
+    ("POST", "api/v1/sessions/<session_id>/approve"): Row(
+        OBJECT, _session, body=lambda w: {"override": ""}, json=True, seen=409
+    ),
+    ("POST", "api/v1/sessions/<session_id>/stop"): Row(
+        OBJECT, _session, body=lambda w: {}, json=True, seen=409
+    ),
     ("GET", "api/v1/plans"): Row(OWN, shows_marker=True),
     ("GET", "api/v1/plans/<session_id>"): Row(OBJECT, _session, shows_marker=True),
     ("GET", "api/v1/plans/<session_id>/versions"): Row(OBJECT, _session),

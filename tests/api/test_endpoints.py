@@ -4,7 +4,9 @@ error; each token has its own rate."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 
 import pytest
 from django.core.cache import cache
@@ -110,6 +112,52 @@ def test_a_session_started_through_the_api_runs_and_reports_its_status(api, worl
     assert status["current_node"] == session.state.current_node
     listed = api.get("/api/v1/sessions").json()
     assert {s["id"] for s in listed["items"]} == {made["id"], world.session.pk}
+
+
+def test_a_session_approved_through_the_api_writes_its_plan_and_exports_a_zip(
+    api, world, monkeypatch
+):
+    from conversations.tasks import run_session
+
+    started: list[int] = []
+    monkeypatch.setattr("conversations.services._dispatch_run", started.append)
+    made = api.post_json(
+        "/api/v1/sessions", {"codebase": world.codebase.pk, "task": "Make `handler` say hello"}
+    ).json()
+    run_session(started.pop())
+    waiting = api.get(f"/api/v1/sessions/{made['id']}").json()
+    assert (waiting["status"], waiting["current_node"]) == ("awaiting_human", "checkpoint")
+    assert waiting["latest_plan_version"] is None
+
+    approved = api.post_json(f"/api/v1/sessions/{made['id']}/approve", {})
+    assert approved.status_code == 200, approved.content
+    run_session(started.pop())
+    done = api.get(f"/api/v1/sessions/{made['id']}").json()
+    assert done["status"] == "completed" and done["latest_plan_version"] == 1
+    again = api.post_json(f"/api/v1/sessions/{made['id']}/approve", {})
+    assert again.status_code == 409 and "no proposal waiting" in again.json()["detail"]
+
+    archive = api.get(f"/api/v1/plans/{made['id']}/export/speckit?zip=1")
+    assert archive["Content-Type"] == "application/zip"
+    names = zipfile.ZipFile(io.BytesIO(archive.content)).namelist()
+    assert any(n.startswith("specs/") and n.endswith("/tasks.md") for n in names)
+    assert api.get(f"/api/v1/plans/{made['id']}/export/json?zip=1").status_code == 404
+
+
+def test_a_session_stopped_through_the_api_ends(api, world, monkeypatch):
+    from conversations.tasks import run_session
+
+    started: list[int] = []
+    monkeypatch.setattr("conversations.services._dispatch_run", started.append)
+    made = api.post_json(
+        "/api/v1/sessions", {"codebase": world.codebase.pk, "task": "Make `handler` say hello"}
+    ).json()
+    run_session(started.pop())
+    stopped = api.post_json(f"/api/v1/sessions/{made['id']}/stop", {})
+    assert stopped.status_code == 200, stopped.content
+    for run in started:
+        run_session(run)
+    assert api.get(f"/api/v1/sessions/{made['id']}").json()["status"] in ("completed", "stopped")
 
 
 @pytest.mark.parametrize(

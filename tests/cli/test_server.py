@@ -1,5 +1,5 @@
 """`planagents` against a real daphne server (`--server`, a token): the plan is written once
-the human approves in the browser (the API cannot approve), sync reports the plans a new version
+the human approves in the browser (or `--approve` does, through the API), sync reports the plans a new version
 touches, exports come over the API, and a bad token or someone else's id fails in one line."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import os
 import threading
+import zipfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -33,7 +33,8 @@ APPROVE = (
     "from conversations.models import PlanningSession as S\n"
     "for _ in range(1200):\n"
     "    s = S.objects.filter(status='awaiting_human').first()\n"
-    "    if s: services.approve(s.owner, s.pk); break\n"
+    # A person takes a moment: the command has seen the checkpoint and said so by then.
+    "    if s: time.sleep(1.0); services.approve(s.owner, s.pk); break\n"
     "    time.sleep(0.1)\n"
     "time.sleep(0.5); shutdown.wait_for_running(120); print('approved', s.pk)\n"
 )
@@ -155,7 +156,7 @@ def test_someone_elses_plan_is_not_found(server, planned):
     assert "No such session (404)" in result.output
 
 
-def test_a_zip_the_api_does_not_serve_is_refused_clearly(server, planned, tmp_path):
+def test_a_layouts_zip_comes_through_the_api(server, planned, tmp_path):
     _, _, session, _ = planned
 
     result = run(
@@ -163,6 +164,22 @@ def test_a_zip_the_api_does_not_serve_is_refused_clearly(server, planned, tmp_pa
         "--server", server.url, token=server.read,
     )  # fmt: skip
 
-    assert result.exit_code == 1
-    assert "serves no zip of the kiro export through its API" in result.output
-    assert not Path(tmp_path / "k.zip").exists()
+    assert result.exit_code == 0, result.output
+    names = zipfile.ZipFile(tmp_path / "k.zip").namelist()
+    assert any(n.startswith(".kiro/specs/") and n.endswith("/requirements.md") for n in names)
+
+
+def test_with_approve_the_command_approves_through_the_api(server, planned, tmp_path):
+    root, _, _, _ = planned
+    out = tmp_path / "approved"
+
+    result = run(
+        "plan", str(root), "Say hello from the handler", "--server", server.url,
+        "--profile", "fake", "--out", str(out), "--timeout", "120", "--approve",
+        "--no-remember", token=server.write,
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.output
+    assert "Approved the proposal: writing the final plan." in result.output
+    assert "waits for you" not in result.output
+    assert (out / "plan.md").read_text().startswith("# Plan")
