@@ -254,9 +254,11 @@ def remeasure(rows: list[dict[str, Any]], corpus: Path) -> list[dict[str, Any]]:
     the run, so a column added since is filled for sessions already run)."""
     sys.path.insert(0, str(ROOT / "bench"))
     import llm_session  # noqa: F401, PLC0415 (sets up Django on PLANAGENTS_BENCH_DATA)
+    from django.core.management import call_command  # noqa: PLC0415
 
     from conversations.models import PlanningSession  # noqa: PLC0415
 
+    call_command("migrate", verbosity=0)  # a database an older commit made
     out = []
     for row in rows:
         if row.get("condition") == "after":
