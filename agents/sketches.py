@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,6 +159,7 @@ def check(before: list[str], after: list[str], code: Excerpt) -> Checked:
         problems.append("The sketch names no line of the code it changes.")
     elif [fold(a) for a in after if fold(a)] == [fold(b) for b in before if fold(b)]:
         problems.append("The sketch's after lines are its before lines: it changes nothing.")
+    problems += _repeats(before, after)
     if not found:
         return Checked([], 0, problems)
     first, last = min(found), max(found)
@@ -169,6 +171,24 @@ def check(before: list[str], after: list[str], code: Excerpt) -> Checked:
             "consecutive lines of the code that change, from the first to the last."
         )
     return Checked(list(code.lines[first : last + 1]), code.start + first, problems)
+
+
+REPEATS = 3
+"""An "after" line written this many times more than the code has it is a model in a loop: the
+1.5B model's sketch on seaborn-2848 was `def _lookup_single(self, key):` nine times, each one
+nested in the last, which parses."""
+MIN_REPEATED_CHARS = 10
+"""Shorter lines (`pass`, `)`, `else:`) repeat in real changes."""
+
+
+def _repeats(before: list[str], after: list[str]) -> list[str]:
+    """The problem with an "after" that writes one line of code over and over."""
+    had = Counter(fold(b) for b in before)
+    wrote = Counter(f for f in (fold(a) for a in after) if len(f) >= MIN_REPEATED_CHARS)
+    for line, times in wrote.most_common(1):
+        if times - had[line] >= REPEATS - 1 and times >= REPEATS:
+            return [f"The after lines write `{line}` {times} times: write each line once."]
+    return []
 
 
 def _index(folded: list[str], want: str, start: int) -> int | None:

@@ -49,6 +49,22 @@ def test_a_sketch_that_changes_nothing_is_a_problem():
     ]
 
 
+def test_an_after_that_writes_one_line_over_and_over_is_a_problem():
+    # local-1.5b on seaborn-2848: the definition's first line nine times, each nested deeper.
+    looped = ["def issue(self, user):"] * 9 + ["token = str(user)"]
+    checked = check(["def issue(self, user):"], looped, CODE)
+    assert checked.problems == [
+        "The after lines write `def issue(self, user):` 9 times: write each line once."
+    ]
+
+
+def test_short_lines_and_lines_the_code_repeats_may_repeat():
+    after = ["token = str(user)", "if token:", "    pass", "if user:", "    pass", "    pass"]
+    assert check(["token = str(user)"], after, CODE).problems == []
+    twice = ["token = str(user)", "token = str(user)"]
+    assert check(["token = str(user)"], [*twice, "log(token)"], CODE).problems == []
+
+
 def test_the_schema_holds_before_lines_to_the_codes_own_lines():
     schema = sketch_schema(CODE).model_json_schema()
     before = schema["properties"]["before"]["items"]
