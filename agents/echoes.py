@@ -229,3 +229,30 @@ def with_details_from(data: dict[str, Any], earlier: dict[str, Any]) -> dict[str
                     break
         out.append(step)
     return {**data, "steps": out}
+
+
+# Verbs that only read. Not "find", "read" or "look up": "Read the limit from settings" and
+# "Look up hue levels" change code.
+_LOOKING = re.compile(
+    r"^\W*(?:step\s*\d+\W*)?(?:identify|identifying|understand|understanding|investigate|"
+    r"locate|review|analy[sz]e|examine|explore|research|"
+    r"xác định|tìm hiểu|phân tích|xem xét)\b",
+    re.IGNORECASE,
+)
+
+
+def without_looking_steps(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`data` without the steps whose title only looks at the code ("Identify the problematic
+    code", "Understand the issue"), and those steps' titles. Reading is what the investigation
+    did; a plan's step changes the code (the 1.5B model wrote such steps with the rule against
+    them in its request). A plan of nothing but such steps keeps them: an empty plan says less."""
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return data, []
+    looking = [
+        s for s in steps if isinstance(s, dict) and _LOOKING.match(str(s.get("title") or ""))
+    ]
+    if not looking or len(looking) == len(steps):
+        return data, []
+    kept = [s for s in steps if not any(s is x for x in looking)]
+    return {**data, "steps": kept}, [str(s.get("title") or "").strip() for s in looking]

@@ -26,6 +26,7 @@ from agents.echoes import (
     is_copied,
     with_details_from,
     without_copied_sentences,
+    without_looking_steps,
     without_repeated_steps,
 )
 from agents.investigation.evidence import Evidence, candidate_paths, evidence_context
@@ -346,8 +347,8 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
     )
     _store_citations(ctx, message)
     drafted = ctx.fill_files(proposal.model_dump())
-    data = without_copies(drafted, request, ctx.test_command())
-    _note_left_out(ctx, message, drafted, data, what="the proposal")
+    data, looked = without_looking_steps(without_copies(drafted, request, ctx.test_command()))
+    _note_left_out(ctx, message, drafted, data, what="the proposal", looked=looked)
     data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
     data = with_step_files(data, ctx.paths)
     return NodeResult({"proposal": data, "iteration": iteration})
@@ -626,7 +627,9 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     )
     _store_citations(ctx, message)
     drafted = ctx.fill_files(draft.model_dump())
-    copied = without_copies(drafted, request, ctx.test_command(), points)
+    copied, looked = without_looking_steps(
+        without_copies(drafted, request, ctx.test_command(), points)
+    )
     # A step whose detail only says where takes what the approved proposal said to do there.
     data = with_details_from(copied, ctx.state.proposal or {})
     filled = (
@@ -638,7 +641,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
         if data is not copied
         else []
     )
-    _note_left_out(ctx, message, drafted, data, what="the plan", filled=filled)
+    _note_left_out(ctx, message, drafted, data, what="the plan", filled=filled, looked=looked)
     data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
     data = with_step_files(data, ctx.paths)
     # An action the task never asked for (deleting a file in a bug fix) is a risk, said so.
@@ -774,6 +777,7 @@ def _note_left_out(
     *,
     what: str,
     filled: Sequence[int] = (),
+    looked: Sequence[str] = (),
 ) -> None:
     """Say on the finalize message what the plan left out of the model's draft (fields that
     repeated the instructions), so the session page and the plan page tell one story; the
@@ -787,7 +791,7 @@ def _note_left_out(
             gone = [before] if isinstance(before, str) and before and before != after else []
         dropped += [f"{key.capitalize()}: “{v[:80]}”" for v in gone]
     taken = [str(n) for n in filled]
-    if not dropped and not taken:
+    if not dropped and not taken and not looked:
         return
     notes = []
     if dropped:
@@ -799,6 +803,12 @@ def _note_left_out(
         notes.append(
             f"Step {', '.join(taken)} said only where to change the code; {what} adds what the "
             "approved proposal said to do there."
+        )
+    if looked:
+        titles = "; ".join(f"“{t[:80]}”" for t in looked)
+        notes.append(
+            f"Left out of {what}: {len(looked)} step(s) that only look at the code, which the "
+            f"investigation did ({titles})."
         )
     note = "\n\n_" + " ".join(notes) + "_"
     if note in message.content:  # a re-run of this node after a crash

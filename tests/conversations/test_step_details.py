@@ -78,3 +78,58 @@ def test_the_final_plan_shows_what_the_proposal_said_and_its_message_says_where_
     assert step["detail"].startswith(SAID)
     said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
     assert "Step 1 said only where to change the code; the plan adds what the approved" in said
+
+
+def test_steps_that_only_look_at_the_code_are_left_out_and_named():
+    from agents.echoes import without_looking_steps
+
+    plan = {"steps": [
+        {"title": "Identify the problematic code", "detail": "In `a.py:3`."},
+        {"title": "Understand the issue", "detail": "Read it."},
+        {"title": "Return NotImplemented from `Quantity.__array_ufunc__`", "detail": SAID},
+        {"title": "Look up hue levels through the palette", "detail": SAID},
+        {"title": "Xác định đoạn mã lỗi", "detail": "Ở `a.py:3`."},
+    ]}  # fmt: skip
+    kept, looked = without_looking_steps(plan)
+    assert [s["title"] for s in kept["steps"]] == [
+        "Return NotImplemented from `Quantity.__array_ufunc__`",
+        "Look up hue levels through the palette",
+    ]
+    assert looked == [
+        "Identify the problematic code",
+        "Understand the issue",
+        "Xác định đoạn mã lỗi",
+    ]
+    only = {"steps": plan["steps"][:2]}
+    assert without_looking_steps(only) == (only, [])  # nothing else: kept, not emptied
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_drained")
+def test_the_final_plan_leaves_out_a_step_that_only_looks_and_says_so(session):  # noqa: F811
+    ctx = investigated(session, iteration=1)
+    name, where = next(iter(ctx.definitions().items()))
+    path = where[0]
+    ctx.state.proposal = {"summary": "Expire tokens.", "steps": [], "files": []}
+    draft = {
+        "summary": "Drop tokens older than a day on lookup.",
+        "effort": {"size": "S", "estimate": "1 day"},
+        "decisions": [],
+        "steps": [
+            {"title": "Identify the problematic code", "symbol": name, "detail": SAID,
+             "files": [path]},
+            {"title": f"Drop old tokens in `{name}`", "symbol": name, "detail": SAID,
+             "files": [path]},
+        ],
+        "files": [{"path": path, "action": "modify", "reason": "the code that changes"}],
+        "new_files": [],
+        "testing": ["A day-old token is refused."],
+        "risks": ["Clock skew."],
+    }  # fmt: skip
+    FakeProvider.script("fake", draft, {"before": [], "after": []})
+    nodes.finalize_plan(ctx)
+    steps = Plan.objects.get(session=session).structured["steps"]
+    assert [s["title"] for s in steps] == [f"Drop old tokens in `{name}`"]
+    said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
+    assert "1 step(s) that only look at the code" in said
+    assert "“Identify the problematic code”" in said
