@@ -119,6 +119,8 @@ MATRIX: dict[str, Row] = {
     "accounts/logout/": Row(PUBLIC, seen=405),  # logging out needs no login (and is POST)
     "codebases/": Row(OWN, shows_marker=True),
     "codebases/upload/": Row(OWN),
+    "codebases/upload/git/": Row(OWN, seen=405),  # a form's POST
+    "codebases/<int:pk>/sync/": Row(OBJECT, _codebase, seen=405),  # the Sync button's POST
     "codebases/<int:pk>/": Row(OBJECT, _codebase, shows_marker=True),
     "codebases/<int:pk>/status.json": Row(OBJECT, _codebase),
     "codebases/<int:pk>/tree.json": Row(
