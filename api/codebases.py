@@ -96,7 +96,7 @@ def list_versions(request: HttpRequest, codebase_id: int) -> Any:
 @router.post(
     "/{codebase_id}/versions",
     url_name=VERSIONS,
-    response={202: CodebaseOut, 400: Problem, 409: Problem},
+    response={200: CodebaseOut, 202: CodebaseOut, 400: Problem, 409: Problem},
     summary="Upload a new version",
 )
 def upload_version(
@@ -104,8 +104,10 @@ def upload_version(
     codebase_id: int,
     pack: Annotated[list[UploadedFile], File(description="A new pack or zip of the same code.")],
 ) -> Status[dict[str, Any]]:
-    """Replace the codebase's code with a new pack; it is re-indexed in the background, and
-    plans resting on changed files show as stale."""
+    """Replace the codebase's code with a new pack; it is re-indexed in the background (202),
+    and plans resting on changed files show as stale. A pack byte for byte the one already
+    indexed makes no version and answers 200 with the codebase as it is, so a sync that
+    finds nothing changed is not an error."""
     codebase = services.get_codebase_for(writer(request), codebase_id)
     form = NewVersionForm({}, MultiValueDict({"pack": list(pack)}))
     if not form.is_valid():
@@ -114,6 +116,8 @@ def upload_version(
         services.upload_new_version(codebase, form.cleaned_data["pack"])
     except services.IndexingBusy as exc:
         return Status(409, {"detail": exc.message})
+    except services.NothingChanged:
+        return Status(200, present.codebase(codebase, versions.history(codebase).first()))
     except services.UploadError as exc:
         return Status(400, {"detail": exc.message})
     codebase.refresh_from_db()

@@ -70,9 +70,12 @@ class ApiClient:
         data = {"name": name, "allow_duplicate": "true"}
         return self.request("POST", "/codebases", files=files, data=data).json()  # type: ignore[no-any-return]
 
-    def new_version(self, codebase: int, name: str, zip_bytes: bytes) -> dict[str, Any]:
+    def new_version(self, codebase: int, name: str, zip_bytes: bytes) -> bool:
+        """Upload a new version; False when the bytes are those already indexed (no version
+        was made, the server answered 200 rather than 202)."""
         files = {"pack": (f"{name}.zip", zip_bytes, "application/zip")}
-        return self.request("POST", f"/codebases/{codebase}/versions", files=files).json()  # type: ignore[no-any-return]
+        response = self.request("POST", f"/codebases/{codebase}/versions", files=files)
+        return response.status_code == 202
 
     def codebase(self, codebase: int) -> dict[str, Any]:
         return self.get(f"/codebases/{codebase}")  # type: ignore[no-any-return]

@@ -296,17 +296,26 @@ def sync(
         server = server or (state.get("server") or "" if "codebase" in state else "")
         pack = _pack(directory)
         with backend(server, token) as run:
-            run.client.new_version(codebase, directory.name or "codebase", pack.data)
-            _wait_indexed(run.client, codebase, timeout)
+            made = run.client.new_version(codebase, directory.name or "codebase", pack.data)
+            if made:
+                _wait_indexed(run.client, codebase, timeout)
             version = run.client.latest_version(codebase)
-            if version is not None:
+            if not made:
+                number = f" {version['number']}" if version is not None else ""
+                console.print(
+                    f"Nothing changed since version{number} of codebase #{codebase}: "
+                    "no new version was made.",
+                    highlight=False,
+                )
+            elif version is not None:
                 console.print(
                     f"Codebase #{codebase} is at version {version['number']}: "
                     f"{version['added_count']} added, {version['changed_count']} changed, "
                     f"{version['removed_count']} removed.",
                     highlight=False,
                 )
-            _report_stale(run, codebase, version)
+            # No new version: over the network there is nothing this sync changed to report.
+            _report_stale(run, codebase, version if made else None)
     except (CliError, PackError) as exc:
         raise fail(str(exc)) from None
 

@@ -33,6 +33,10 @@ STATE_FILE = ".planagents.json"
 """Where `planagents plan` keeps the codebase's id: the CLI's own, never packed."""
 
 
+PACK_DATE = (1980, 1, 1, 0, 0, 0)
+"""Every member's date: zip's earliest, so the bytes depend on the files and nothing else."""
+
+
 class PackError(Exception):
     """The directory cannot be packed; the message says why."""
 
@@ -134,6 +138,11 @@ def _add(archive: zipfile.ZipFile, pack: Pack, path: str, full: Path) -> None:
     if reason:
         pack.withheld.append((path, reason))
         return
-    archive.writestr(path, raw)
+    # A fixed date makes the zip a function of the files alone: packing an unchanged directory
+    # twice gives the same bytes, which the server recognises as "nothing changed".
+    member = zipfile.ZipInfo(path, date_time=PACK_DATE)
+    member.compress_type = zipfile.ZIP_DEFLATED
+    member.external_attr = 0o644 << 16
+    archive.writestr(member, raw)
     pack.files.append(path)
     pack.text_bytes += len(raw)

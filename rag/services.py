@@ -121,6 +121,10 @@ class DuplicateUpload(UploadError):
         self.existing = existing
 
 
+class NothingChanged(UploadError):
+    """The new version is byte for byte the one already indexed: no version is made."""
+
+
 class IndexingBusy(UploadError):
     """The codebase is being indexed right now; it takes no new version or retry until done."""
 
@@ -273,7 +277,7 @@ def upload_new_version(codebase: Codebase, uploads: list[UploadedFile]) -> Index
         raise IndexingBusy()
     digest = upload_digest(parts)
     if digest == codebase.upload_sha256 and codebase.status == Codebase.Status.READY:
-        raise UploadError(
+        raise NothingChanged(
             "These are exactly the bytes of the version already indexed, so nothing changed. "
             "Pack the repository again after your changes and upload that."
         )

@@ -16,7 +16,7 @@ from api.services import create_token
 from conversations import export_formats
 from conversations.models import Plan, PlanningSession
 from rag.indexing import index_codebase
-from rag.models import Codebase
+from rag.models import Codebase, CodebaseVersion
 from tests.api.world import FILES, MARKER, TokenClient, World, build_world, pack
 
 pytestmark = pytest.mark.django_db
@@ -80,11 +80,16 @@ def test_the_same_bytes_again_name_the_existing_codebase(api, world):
     assert both.status_code == 201
 
 
-def test_the_same_bytes_as_the_current_version_are_refused(api, world):
+def test_the_same_bytes_as_the_current_version_make_no_version_and_are_not_an_error(api, world):
+    before = CodebaseVersion.objects.filter(codebase=world.codebase).count()
+
     response = api.post(f"/api/v1/codebases/{world.codebase.pk}/versions", {"pack": pack(FILES)})
 
-    assert response.status_code == 400
-    assert "nothing changed" in response.json()["detail"]
+    assert response.status_code == 200, response.content
+    assert response.json()["id"] == world.codebase.pk
+    assert CodebaseVersion.objects.filter(codebase=world.codebase).count() == before
+    world.codebase.refresh_from_db()
+    assert world.codebase.status == Codebase.Status.READY
 
 
 def test_a_session_started_through_the_api_runs_and_reports_its_status(api, world, monkeypatch):

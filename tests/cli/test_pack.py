@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 import zipfile
 
 import pytest
@@ -34,6 +35,14 @@ def test_it_packs_the_source_as_a_zip_of_relative_paths(repo):
     assert names(pack.data) == {"src/app.py", ".gitignore"}
     assert pack.files == [".gitignore", "src/app.py"]
     assert pack.text_bytes == sum(len((repo / f).read_bytes()) for f in pack.files)
+
+
+def test_the_same_files_packed_twice_are_the_same_bytes(repo):
+    first = pack_directory(repo).data
+    (repo / "src" / "app.py").touch()  # a new mtime, the same content
+    time.sleep(2.1)  # past zip's two-second clock
+
+    assert pack_directory(repo).data == first
 
 
 def test_it_leaves_out_what_gitignore_names(repo):

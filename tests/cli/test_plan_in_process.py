@@ -118,6 +118,8 @@ def test_sync_with_nothing_changed_reports_no_stale_plan(repo, tmp_path):
     result = run("sync", str(repo))
 
     assert result.exit_code == 0, result.output
+    assert "Nothing changed since version 1 of codebase" in result.output
+    assert "no new version was made" in result.output
     assert "No plan went stale." in result.output
 
 

@@ -136,6 +136,17 @@ def test_sync_against_the_server_reports_the_plan_resting_on_a_changed_file(serv
     assert f"#{session} v1" in result.output and "src/app.py: changed" in result.output
 
 
+def test_a_second_sync_with_nothing_changed_makes_no_version_and_says_so(server, planned):
+    root = planned[0]
+    assert run("sync", str(root), "--server", server.url, token=server.write).exit_code == 0
+
+    result = run("sync", str(root), "--server", server.url, token=server.write)
+
+    assert result.exit_code == 0, result.output
+    assert "Nothing changed since version" in result.output
+    assert "No plan went stale." in result.output
+
+
 def test_a_bad_token_fails_with_the_401_in_one_line(server, planned):
     _, _, session, _ = planned
 
