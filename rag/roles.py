@@ -65,10 +65,11 @@ MINIFIED_SHARE = 0.5
 is minified, a bundle or a data blob: nobody edits it by hand."""
 
 
-def _metadata(dirs: set[str]) -> bool:
-    """Inside a package's metadata folder (`pkg.egg-info/`, `pkg-1.0.dist-info/`): written
-    by setuptools or pip, not by hand, whether this project's or a copied library's."""
-    return any(d.endswith((".dist-info", ".egg-info")) for d in dirs)
+def _metadata(dirs: set[str], name: str = "") -> bool:
+    """Inside a package's metadata folder (`pkg.egg-info/`, `pkg-1.0.dist-info/`), or the
+    `PKG-INFO` at the top of every source distribution: written by setuptools or pip, not by
+    hand, whether this project's or a copied library's."""
+    return name == "pkg-info" or any(d.endswith((".dist-info", ".egg-info")) for d in dirs)
 
 
 def role_for(path: str, content: str = "") -> str:
@@ -78,7 +79,7 @@ def role_for(path: str, content: str = "") -> str:
     name, suffix = pure.name, pure.suffix
     if dirs & _VENDORED_DIRS:
         return "vendored"
-    if dirs & _GENERATED_DIRS or _GENERATED_NAMES.search(name) or _metadata(dirs):
+    if dirs & _GENERATED_DIRS or _GENERATED_NAMES.search(name) or _metadata(dirs, name):
         return "generated"
     if suffix in _SCRIPT_SUFFIXES and (
         _VERSIONED_LIBRARY.search(name) or (content and bundled_library(content))
@@ -135,6 +136,8 @@ def reason_for(
         )
     if role == "generated" and _metadata(dirs):
         return "package metadata the packaging tool wrote (a .egg-info or .dist-info folder)"
+    if role == "generated" and _metadata(set(), pure.name):
+        return "package metadata the packaging tool wrote (PKG-INFO, in every source distribution)"
     if role == "generated":
         folder = next((d for d in pure.parts[:-1] if d in _GENERATED_DIRS), "")
         if folder:

@@ -42,6 +42,7 @@ def test_it_guesses_the_role_from_the_path(path, role):
         ("static/js/d3.v5.min.js", "generated"),
         ("app/static/css/theme.bundle.css", "generated"),
         ("pkg.egg-info/PKG-INFO", "generated"),  # setuptools wrote it
+        ("PKG-INFO", "generated"),  # the top of every sdist: setuptools wrote it too
         ("vendor/lib-1.0.dist-info/METADATA", "vendored"),  # a copied library, whole
     ],
 )
@@ -159,6 +160,15 @@ def test_overrides_typed_one_a_line_are_parsed_for_a_form():
 def test_an_unusable_override_line_is_refused_with_its_line_number(text):
     with pytest.raises(InvalidOverride, match="Line 1"):
         parse_overrides(text)
+
+
+def test_an_sdists_pkg_info_is_generated_and_says_why():
+    # requests 2.20.0's sdist: the task quoted `auth=('user', 'pass')`, found only in PKG-INFO
+    # (the README copied in), and the app put PKG-INFO in the plan's Files as "modify".
+    from rag.roles import reason_for
+
+    assert role_for("PKG-INFO", "Metadata-Version: 2.1\nName: requests\n") == "generated"
+    assert "PKG-INFO" in reason_for("PKG-INFO", "", "generated")
 
 
 def test_a_packages_metadata_folder_is_generated_and_says_why():
