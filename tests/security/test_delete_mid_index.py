@@ -27,6 +27,11 @@ def folders(settings) -> list[str]:
     return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
 
 
+def uploads(settings) -> list[str]:
+    root = Path(settings.DATA_DIR) / "uploads"
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
 @pytest.fixture
 def uploaded(user, monkeypatch):
     monkeypatch.setattr("rag.services.dispatch", lambda job, *ids: None)
@@ -73,7 +78,7 @@ def delete_at(monkeypatch):
     return _delete_at
 
 
-def test_ten_codebases_deleted_mid_index_leave_no_index_folder(
+def test_ten_codebases_deleted_mid_index_leave_no_index_or_upload_folder(
     uploaded, delete_at, settings, caplog
 ):
     for n in range(10):
@@ -83,6 +88,7 @@ def test_ten_codebases_deleted_mid_index_leave_no_index_folder(
         assert not Codebase.objects.filter(pk=codebase.pk).exists()
 
     assert folders(settings) == []
+    assert uploads(settings) == []
     # A delete is not a failure: no traceback for the maintainers to chase.
     assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
 
