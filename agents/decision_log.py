@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agents.investigation.evidence import Evidence
 from agents.objections import NO_OBJECTION, is_real, objections
 from conversations.models import Message, PlanningSession
 from rag.paths import find_citations, tidy
@@ -82,10 +83,15 @@ def decision_log(session: PlanningSession) -> list[dict[str, Any]]:
     pending: list[tuple[dict[str, Any], str]] = []  # B's unchecked objections (row, text)
     reviewed: list[dict[str, Any]] = []  # the rows of B's latest review
     notes: list[tuple[dict[str, Any], str, Message | None]] = []  # (row, note, proposal then)
+    cited: dict[int, str] = {}  # what the investigation showed, by [E#], as the review saw it
     first_user = True
     messages = session.messages.filter(state=Message.State.COMPLETE).order_by("seq")
     for m in messages:
-        if m.role == Message.Role.AGENT and m.agent == "A" and m.node in ANSWER_NODES:
+        found_here = m.data.get("evidence") if isinstance(m.data, dict) else None
+        if m.role == Message.Role.SYSTEM and isinstance(found_here, dict):
+            item = Evidence.from_dict(found_here)
+            cited[item.number] = item.said()
+        elif m.role == Message.Role.AGENT and m.agent == "A" and m.node in ANSWER_NODES:
             for row, objection in pending:
                 row.update(_answered(objection, proposal, m))
             for row, note, before in notes:
@@ -95,7 +101,7 @@ def decision_log(session: PlanningSession) -> list[dict[str, Any]]:
                 proposed, proposal = _proposal_of(m), m
         elif m.role == Message.Role.AGENT and m.agent == "B" and m.node in REVIEW_NODES:
             said = f"{proposal.content if proposal is not None else ''}\n{session.task}"
-            found = objections(m.content, restating=said)
+            found = objections(m.content, restating=said, cited=cited)
             pending = [(_objection_row(text, proposed), text) for text in found]
             reviewed = [row for row, _ in pending] or [_no_objection_row(proposed)]
             rows += reviewed
@@ -105,7 +111,7 @@ def decision_log(session: PlanningSession) -> list[dict[str, Any]]:
             rows = [r for r in rows if not any(r is row for row in reviewed)]
             pending = []
             verdicts = (m.data or {}).get("verdicts", [])
-            real = [v for v in verdicts if is_real(str(v.get("objection", "")), said)]
+            real = [v for v in verdicts if is_real(str(v.get("objection", "")), said, cited=cited)]
             reviewed = [_verdict_row(verdict, proposed) for verdict in real]
             rows += reviewed or [_no_objection_row(proposed)]
         elif m.role == Message.Role.USER:

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rag.vietnamese import fold
+
 SHINGLE_WORDS = 3
 ECHO_SHARE = 0.8
 """A reply whose word 3-grams occur in the other message at least this often is a copy."""
@@ -50,6 +52,26 @@ class Problem:
     kind: str  # "echo", "placeholder" or "refusal"
     correction: str  # the instruction appended to the prompt for the redo
     note: str  # shown on the message when the redo did not help
+
+
+TERM_WORD = re.compile(r"[^\W_]+")
+"""A word of prose for `stem` (snake_case names fall apart into their words)."""
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "s", "ly")
+
+
+def stem(word: str) -> str:
+    """A word folded (lower case, no diacritics) and, when English, without its ending:
+    "locking", "locked", "locks" → "lock"; "shared", "share" → "shar"."""
+    word = fold(word)
+    if not (word.isascii() and word.isalpha()) or word.endswith("ss"):
+        return word
+    for suffix in _SUFFIXES:
+        # A plural "s" comes off short words too (IPs, URLs); longer endings need a stem.
+        least = 2 if suffix == "s" else 3
+        if word.endswith(suffix) and len(word) - len(suffix) >= least:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def shingles(text: str) -> set[tuple[str, ...]]:

@@ -29,8 +29,17 @@ unaccented syllables ("no", "sai", "nen") are English words too. Every pattern i
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-from agents.echoes import ECHO_SHARE, MIN_WORDS, Problem, copied_share, shingles
+from agents.echoes import (
+    ECHO_SHARE,
+    MIN_WORDS,
+    TERM_WORD,
+    Problem,
+    copied_share,
+    shingles,
+    stem,
+)
 from agents.language import detect_language
 from rag.vietnamese import fold
 
@@ -308,28 +317,48 @@ def _objecting_clause(clause: str, original: str, language: str) -> bool:
     return names_code and not approving and not narrates
 
 
-def is_objection(sentence: str, language: str = "") -> bool:
-    """Whether `sentence` objects to the proposal (see the module's docstring). `language` is
-    the review's ("en" or "vi"); by default the sentence's own."""
-    language = language or detect_language(sentence)
+def _clauses(sentence: str) -> list[tuple[str, str]]:
+    """(folded clause, its original text) of `sentence`, cut at each contrast, after an
+    apology that only prefaces the rest ("Sorry, but step 2 deletes `x.py`")."""
     text = fold(sentence)
     # Folding keeps offsets for text typed in composed form; where it does not, the original
     # clause only feeds the code pattern, so the whole sentence serves.
     same = len(text) == len(sentence)
     lead = _APOLOGY_LEAD.match(text)
-    if lead:  # "Sorry, but step 2 deletes `x.py`": the apology is a preface, judge the rest
+    if lead:
         text = text[lead.end() :]
         sentence = sentence[lead.end() :] if same else sentence
-    clauses, originals, start = [], [], 0
+    clauses, start = [], 0
     for match in _CONTRAST.finditer(text):
-        clauses.append(text[start : match.start()])
-        originals.append(sentence[start : match.start()] if same else sentence)
+        original = sentence[start : match.start()] if same else sentence
+        clauses.append((text[start : match.start()], original))
         start = match.end()
-    clauses.append(text[start:])
-    originals.append(sentence[start:] if same else sentence)
-    return any(
-        _objecting_clause(c.strip(), o, language) for c, o in zip(clauses, originals, strict=True)
-    )
+    clauses.append((text[start:], sentence[start:] if same else sentence))
+    return [(c.strip(), o) for c, o in clauses]
+
+
+def is_objection(sentence: str, language: str = "") -> bool:
+    """Whether `sentence` objects to the proposal (see the module's docstring). `language` is
+    the review's ("en" or "vi"); by default the sentence's own."""
+    language = language or detect_language(sentence)
+    return any(_objecting_clause(c, o, language) for c, o in _clauses(sentence))
+
+
+def criticises(sentence: str, language: str = "") -> bool:
+    """Whether a clause of `sentence` has a critique form (a negation, a deficiency, a
+    critical question) that no approval explains away: what the proposal or the code gets
+    wrong, as against a demand ("should …") or a name."""
+    language = language or detect_language(sentence)
+    langs = ("en", "vi") if language == "vi" else ("en",)
+    for clause, _ in _clauses(sentence):
+        rest = clause
+        for lang in langs:
+            rest = _APPROVAL[lang].sub(" ", rest)
+        if any(_CRITIQUE[lang].search(rest) for lang in langs):
+            return True
+        if language != "vi" and _NO.search(rest):
+            return True
+    return False
 
 
 def restates(item: str, said: str) -> bool:
@@ -344,19 +373,87 @@ def restates(item: str, said: str) -> bool:
     return copied_share(item, said) >= ECHO_SHARE
 
 
-def is_real(item: str, restating: str = "", language: str = "") -> bool:
+_EVIDENCE_REF = re.compile(r"\[E(\d{1,4})\]")
+_LABEL = re.compile(r"^\W*(?:[A-Za-z]+ ){0,2}[A-Za-z]+\**:\**\s")
+"""A field's label opening an item ("Evidence: ", "**Files:** "): the proposal's own form
+said again, not a word of the item."""
+_FUNCTION_WORDS_TEXT = """
+a an the this that these those it its they them their there here we you your our i me my he
+she his her and or nor but so if then than as at by for from in into of on onto to with within
+without about over under between through during before after above below up down out off is
+are was were be been being am do does did has have had having can could should would must will
+shall may might need needs also too very just only even still both either neither each every
+all any some such no not same other another which who whom whose what when where why how
+whether while because since until unless although though however therefore thus hence
+show shows shown showed say says said state states stated indicate indicates confirm
+confirms mention mentions note notes see seen make makes made ensure ensures
+va cua cac nhung mot la cho khi voi nay do duoc co trong ve hay neu cung nhu the de vao ra o
+tu den hon nua rang thi ma vi nen
+"""
+_FUNCTION_WORDS = frozenset(stem(w) for w in _FUNCTION_WORDS_TEXT.split())
+"""Words that carry no claim of their own, English and (folded) Vietnamese: articles,
+pronouns, prepositions, conjunctions, auxiliaries, quantifiers, and the verbs that report
+("[E6] shows that …")."""
+
+
+def _terms(text: str) -> set[str]:
+    return {stem(w) for w in TERM_WORD.findall(text)} - _FUNCTION_WORDS
+
+
+def _bare(code: str) -> str:
+    return code.strip("`").removesuffix("()").strip().lower()
+
+
+def adds_nothing(item: str, said: str, cited: Mapping[int, str] | None = None,
+                 language: str = "") -> bool:  # fmt: skip
+    """Whether `item` criticises nothing and brings nothing `said` (the proposal it reviews and
+    the task) has not: every name it writes as code is in `said`, and every other word of it
+    is in `said` or in the evidence the item cites (`cited`: its text by [E#] number). The
+    1.5B model's review of a proposal to remove a condition said "[E6] shows that the function
+    checks … This condition should be removed." and "Files: requests/sessions.py, …": a demand
+    for what the proposal already does, and the proposal's files listed again, are no
+    objections. A demand that names other code, or asks for something the proposal does not
+    mention (a test), adds something, and so does any critique."""
+    if criticises(item, language):
+        return False
+    said_lower = said.lower()
+    text = _LABEL.sub("", item)
+    names = [m.group(0) for m in _CODE.finditer(text) if not _EVIDENCE_REF.fullmatch(m.group(0))]
+    if any(_bare(name) not in said_lower for name in names):
+        return False
+    words = _terms(_CODE.sub(" ", text))
+    if not words:
+        return bool(names)
+    shown = "\n".join((cited or {}).get(int(n), "") for n in _EVIDENCE_REF.findall(item))
+    return words <= _terms(said) | _terms(shown)
+
+
+def is_real(
+    item: str, restating: str = "", language: str = "", cited: Mapping[int, str] | None = None
+) -> bool:
     """Whether an item cut from a review is a real objection: it objects, and it is not the
-    proposal or the task (`restating`) said again."""
-    return is_objection(item, language) and not (restating and restates(item, restating))
+    proposal or the task (`restating`) said again, in its words (`restates`) or in its
+    substance (`adds_nothing`, with the evidence the item cites: `cited`)."""
+    if not is_objection(item, language):
+        return False
+    if not restating:
+        return True
+    return not (restates(item, restating) or adds_nothing(item, restating, cited, language))
 
 
-def objections(review: str, limit: int = MAX_OBJECTIONS, *, restating: str = "") -> list[str]:
+def objections(
+    review: str,
+    limit: int = MAX_OBJECTIONS,
+    *,
+    restating: str = "",
+    cited: Mapping[int, str] | None = None,
+) -> list[str]:
     """Agent B's real objections to the proposal, at most `limit`: the items of `review` (see
     `cut`) that object to something (`is_objection`) and do not only restate `restating` (the
     proposal it reviews and the task: the 0.5B model's "review" repeats the proposal's own
-    sentences as bullets, which object to nothing)."""
+    sentences as bullets, which object to nothing), nor ask for what it already does."""
     language = detect_language(review)
-    return [i for i in cut(review) if is_real(i, restating, language)][:limit]
+    return [i for i in cut(review) if is_real(i, restating, language, cited)][:limit]
 
 
 def review_problem(review: str, reviewed: str = "") -> Problem | None:

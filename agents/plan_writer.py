@@ -13,7 +13,6 @@ second try is no better, the version's note says what is wrong with it."""
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -21,6 +20,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from agents import model_queue, plan_sections
+from agents.echoes import TERM_WORD as _TOKEN
+from agents.echoes import stem as _stem
 from agents.errors import BudgetSpent, TurnFailed
 from agents.objections import restates
 from agents.plan import codebase_paths, render_plan
@@ -31,7 +32,7 @@ from agents.transcript import retrieve_for
 from agents.turns import agent_for, structured_turn
 from conversations.models import Message, Plan, PlanningSession
 from conversations.store import add_message
-from rag.vietnamese import english_terms, fold, is_vietnamese
+from rag.vietnamese import english_terms, is_vietnamese
 
 T = TypeVar("T", bound=BaseModel)
 NODE = "regenerate_section"
@@ -236,8 +237,6 @@ def _note_of(note: str, label: str, instruction: str) -> bool:
 
 # ---------------------------------------------------------------- did it do as asked?
 
-_TOKEN = re.compile(r"[^\W_]+")
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "s", "ly")
 _NOT_ASKED_TEXT = """
 a an and are as at be by for from if in into is it its of on or the this that these those to
 with about all any each more most some such than then there their them they we you your our i
@@ -260,21 +259,6 @@ _SUBTRACTIVE = frozenset(_SUBTRACTIVE_TEXT.split())
 text cannot be judged by which of the instruction's words it holds. Vietnamese ones are
 matched with their diacritics when the instruction has them ("bỏ" is not "bộ"), folded when
 it was typed without."""
-
-
-def _stem(word: str) -> str:
-    """A word folded (lower case, no diacritics) and, when English, without its ending:
-    "locking", "locked", "locks" → "lock"; "shared", "share" → "shar"."""
-    word = fold(word)
-    if not (word.isascii() and word.isalpha()) or word.endswith("ss"):
-        return word
-    for suffix in _SUFFIXES:
-        # A plural "s" comes off short words too (IPs, URLs); longer endings need a stem.
-        least = 2 if suffix == "s" else 3
-        if word.endswith(suffix) and len(word) - len(suffix) >= least:
-            word = word[: -len(suffix)]
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def _terms(text: str) -> set[str]:

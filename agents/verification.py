@@ -202,7 +202,7 @@ def verify_objections(
     done = stream.existing()
     if done is not None:
         return [Checked(**c) for c in done.data.get("verdicts", [])]
-    items = objections(review, restating=restating)
+    items = objections(review, restating=restating, cited={e.number: e.said() for e in evidence})
     if not items:
         # An apology, a refusal or praise is no objection: none is verified, none reaches A.
         stream.open()

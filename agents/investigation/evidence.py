@@ -136,6 +136,10 @@ class Evidence:
         fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         return cls(**fields)
 
+    def said(self) -> str:
+        """What this item put in front of the agents, as text: its message and its code."""
+        return f"{self.message}\n{self.text}"
+
     def markdown(self) -> str:
         """The evidence card as the page shows it (rendered and sanitized like any message)."""
         head = f"**{self.label} · {self.tool} `{_tick(self.argument)}`**"

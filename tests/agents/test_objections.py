@@ -172,3 +172,71 @@ def test_a_review_cut_by_its_token_limit_loses_only_its_unfinished_item():
     # A paragraph keeps its finished sentences; a finished review is left as it is.
     assert without_unfinished_end("It misses the tests. It also forg") == "It misses the tests."
     assert without_unfinished_end(PROPOSAL) == PROPOSAL
+
+
+# The requests 2.20.0 walk (issue 18, local-1.5b): the proposal removes a condition of
+# `should_strip_auth`; the review wrote the proposal's fields again and asked for what it does.
+WALK_TASK = (
+    "Authorization header is dropped on redirect when the URL has an explicit default port. "
+    "A GET with `auth=('user', 'pass')` to https://example.com:443/api redirected to "
+    "https://example.com/api/ arrives with no Authorization header."
+)
+WALK_PROPOSAL = (
+    "**Proposal.** The header is preserved when redirecting URLs with explicit default ports.\n"
+    "1. **Modify should_strip_auth Function** — Remove the condition that checks if the "
+    "hostnames are different or if the scheme is changing. Files: `requests/sessions.py`\n"
+    "2. **Modify request_url Function** — Remove the condition that checks if the scheme is "
+    "not HTTPS. Files: `requests/adapters.py`"
+)
+WALK_SAID = f"{WALK_PROPOSAL}\n{WALK_TASK}"
+E6 = (
+    "3 match(es); best: requests/sessions.py:118-132.\n"
+    "def should_strip_auth(self, old_url, new_url):\n"
+    '    """Decide whether Authorization header should be removed when redirecting"""\n'
+    "    old_parsed = urlparse(old_url)\n"
+    "    if old_parsed.hostname != new_parsed.hostname:\n"
+    "        return True\n"
+)
+AGREES = "Evidence: [E6] shows that the function checks if the hostnames are different or if "
+AGREES += "the scheme is changing to decide whether to strip the Authorization header. This "
+AGREES += "condition should be removed."
+WALK_REVIEW = (
+    f"- {AGREES}\n"
+    "- Files: requests/sessions.py, requests/adapters.py\n"
+    "- Change: Remove the conditions that check if the hostnames are different or if the "
+    "scheme is changing in both functions.\n"
+    "- Change: Add tests to verify that the Authorization header is preserved during redirects "
+    "with explicit default ports.\n"
+)
+
+
+def test_a_demand_for_what_the_proposal_does_or_its_files_again_is_no_objection():
+    found = objections(WALK_REVIEW, restating=WALK_SAID, cited={6: E6})
+
+    assert found == [
+        "Change: Add tests to verify that the Authorization header is preserved during "
+        "redirects with explicit default ports."  # the proposal has no test: that is new
+    ]
+
+
+def test_words_from_the_evidence_an_item_cites_are_not_new_but_from_other_evidence_are():
+    # "decide whether" comes from the docstring [E6] shows; without it the item says more.
+    assert objections(f"- {AGREES}", restating=WALK_SAID, cited={6: E6}) == []
+    assert objections(f"- {AGREES}", restating=WALK_SAID, cited={7: E6}) == [AGREES]
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        # It names code the proposal does not.
+        "Use `urlparse(new_url).port` in `should_strip_auth` to compare the ports.",
+        "Step 2 should also update `resolve_redirects` to pass the port.",
+        # It criticises, in the proposal's own words.
+        "Step 1 removes the condition that checks if the hostnames are different, which breaks "
+        "the rule that redirects to another host drop the header.",
+        # It asks for something the proposal does not say.
+        "The condition on line 132 should compare default ports as equal.",
+    ],
+)
+def test_a_demand_that_adds_something_or_a_critique_stays_an_objection(item):
+    assert objections(f"- {item}", restating=WALK_SAID, cited={6: E6}) == [item]
