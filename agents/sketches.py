@@ -61,6 +61,31 @@ def fold(line: str) -> str:
     return " ".join(line.split())
 
 
+_HASH = ("python", "ruby", "shell", "perl", "r", "julia", "elixir", "powershell", "toml", "yaml")
+_SLASHES = ("javascript", "typescript", "go", "rust", "java", "kotlin", "scala", "php", "csharp",
+            "swift", "c", "cpp", "objective-c", "dart", "groovy")  # fmt: skip
+_DOCSTRING = re.compile(r"""^[rRbBuU]{0,2}(\"\"\"|''').*\1$""")
+
+
+def comment(line: str, language: str) -> bool:
+    """Whether `line` holds only a comment (or, in Python, a one-line docstring) in the code's
+    language; never for a language the index did not name. Such lines are not offered to the
+    model as "before" lines, like blank ones: a sketch is about the code that runs, and the
+    1.5B model picked the code lines of a span and left its comments and docstring out (the
+    requests walk), which read as deleting them."""
+    text = line.strip()
+    if language in _HASH and text.startswith("#"):
+        return True
+    if language in _SLASHES and text.startswith(("//", "/*")):
+        return True
+    return language == "python" and bool(_DOCSTRING.match(text))
+
+
+def offered(line: str, language: str) -> bool:
+    """Whether a line of the code is one the model may name as a "before" line."""
+    return bool(line.strip()) and not comment(line, language)
+
+
 def excerpt(codebase_id: int, target: dict[str, Any], near: int | None = None) -> Excerpt | None:
     """The code of a step's target definition, from the stored file: the whole definition, or
     for a long one the EXCERPT_LINES lines around `near` (a line the step cites), else its
@@ -101,7 +126,9 @@ def sketch_schema(code: Excerpt) -> type[BaseModel]:
     response_format for a remote one) offers only the code's own (folded, non-blank) lines
     as "before" lines; validation takes any string, so a provider that ignores the schema is
     caught by `check` and asked again with the mismatch shown, not failed as invalid JSON."""
-    choices: list[Any] = list(dict.fromkeys(f for f in (fold(line) for line in code.lines) if f))
+    choices: list[Any] = list(
+        dict.fromkeys(fold(line) for line in code.lines if offered(line, code.language))
+    )
     return create_model(
         "ChangeSketch",
         before=(
@@ -153,17 +180,29 @@ def check(before: list[str], after: list[str], code: Excerpt) -> Checked:
         if at is None:
             problems.append(f"`{line.strip()}` is not a line of `{code.name}`.")
             continue
+        if at in found:
+            # The schema's enum lets a line be picked again: the 1.5B model named a def line
+            # eight times and wrote it eight times nested, which the repeat check then allowed.
+            problems.append(
+                f"The before lines name line {code.start + at} (`{want}`) more than once: "
+                "name each line of the code once, in order."
+            )
+            continue
         found.append(at)
         position = at + 1
     if not [b for b in before if fold(b)]:
         problems.append("The sketch names no line of the code it changes.")
     elif [fold(a) for a in after if fold(a)] == [fold(b) for b in before if fold(b)]:
         problems.append("The sketch's after lines are its before lines: it changes nothing.")
-    problems += _repeats(before, after)
     if not found:
-        return Checked([], 0, problems)
+        return Checked([], 0, problems + _repeats(before, after))
     first, last = min(found), max(found)
-    skipped = [n for n in range(first, last + 1) if folded[n] and n not in found]
+    problems += _repeats(list(code.lines[first : last + 1]), after)
+    skipped = [
+        n
+        for n in range(first, last + 1)
+        if offered(code.lines[n], code.language) and n not in found
+    ]
     if skipped and not problems:
         line = code.lines[skipped[0]].strip()
         problems.append(
@@ -182,7 +221,8 @@ MIN_REPEATED_CHARS = 10
 
 
 def _repeats(before: list[str], after: list[str]) -> list[str]:
-    """The problem with an "after" that writes one line of code over and over."""
+    """The problem with an "after" that writes one line of code over and over (more times than
+    the `before` lines, the code it replaces, hold it)."""
     had = Counter(fold(b) for b in before)
     wrote = Counter(f for f in (fold(a) for a in after) if len(f) >= MIN_REPEATED_CHARS)
     for line, times in wrote.most_common(1):
@@ -266,20 +306,39 @@ HUNK_CONTEXT = 2
 """Unchanged lines shown around a sketch's change, as `diff -U2` would."""
 
 
-def with_blank_lines(after: list[str], before: list[str]) -> list[str]:
-    """`after` with the blank lines of the replaced code kept where they were: the model is
-    never offered a blank line, so it cannot mean to remove one. Each goes after the "after"
-    line that repeats the line above it in the code (none when no line repeats it)."""
+def with_blank_lines(after: list[str], before: list[str], language: str = "") -> list[str]:
+    """`after` with the lines of the replaced code the model was never offered (blank lines,
+    comments: `offered`) kept where they were, since it cannot have meant to remove them. Each
+    run of them goes after the "after" line that repeats the code line above it, else before
+    the one that repeats the code line below it; when the model rewrote both, a blank run is
+    left out and a comment run stays at the same place among the after lines."""
     out = list(after)
     searched = 0
-    for n, line in enumerate(before):
-        if line.strip() or n == 0 or not before[n - 1].strip():
+    n = 0
+    while n < len(before):
+        if offered(before[n], language) or n == 0:
+            n += 1
             continue
+        end = n
+        while end < len(before) and not offered(before[end], language):
+            end += 1
+        run = before[n:end]
+        blank = not any(line.strip() for line in run)
         above = fold(before[n - 1])
         at = next((i for i in range(searched, len(out)) if fold(out[i]) == above), None)
-        if at is not None and (at + 1 >= len(out) or out[at + 1].strip()):
-            out.insert(at + 1, "")
-            searched = at + 2
+        if at is not None:
+            at += 1
+        elif end < len(before):
+            below = fold(before[end])
+            at = next((i for i in range(searched, len(out)) if fold(out[i]) == below), None)
+        if at is None and not blank:
+            at = min(len(out), n)
+        if at is not None and not (blank and at < len(out) and not out[at].strip()):
+            if not any(fold(out[i]) == fold(line) for line in run if line.strip()
+                       for i in range(at, min(len(out), at + len(run)))):  # fmt: skip
+                out[at:at] = run
+            searched = at + len(run)
+        n = end
     return out
 
 

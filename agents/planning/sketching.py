@@ -87,7 +87,7 @@ def sketch_step(
         after = [str(a) for a in getattr(reply, "after", [])]
         checked = check(before, after, code)
         after = with_blank_lines(
-            reindented(after, checked.before, indent_unit(code)), checked.before
+            reindented(after, checked.before, indent_unit(code)), checked.before, code.language
         )
         problems = checked.problems or [p for p in [syntax_problem(code, checked, after)] if p]
         result = {

@@ -334,3 +334,87 @@ def session_on_codebase(user, db):
     )
     PlanningState.objects.create(session=session)
     return session, "todo/auth.py"
+
+
+# requests 2.20.0, the walk of issue 18 (local-1.5b).
+STRIP = Excerpt(
+    "requests/sessions.py",
+    "SessionRedirectMixin.should_strip_auth",
+    118,
+    (
+        "    def should_strip_auth(self, old_url, new_url):",
+        '        """Decide whether Authorization header should be removed when redirecting"""',
+        "        old_parsed = urlparse(old_url)",
+        "        new_parsed = urlparse(new_url)",
+        "        if old_parsed.hostname != new_parsed.hostname:",
+        "            return True",
+        "        # Special case: allow http -> https redirect when using the standard",
+        "        # ports.",
+        "        if (old_parsed.scheme == 'http' and old_parsed.port in (80, None)",
+        "                and new_parsed.scheme == 'https' and new_parsed.port in (443, None)):",
+        "            return False",
+        "        # Standard case: root URI must match",
+        "        return old_parsed.port != new_parsed.port or old_parsed.scheme != new_parsed.scheme",
+    ),
+    (118, 130),
+    "python",
+)
+
+
+def test_comments_and_a_docstring_are_not_offered_and_skipping_them_is_no_problem():
+    choices = sketch_schema(STRIP).model_json_schema()["properties"]["before"]["items"]["enum"]
+    assert not [c for c in choices if c.startswith(("#", '"""'))]
+    # The walk's first sketch: the code lines from the def to the special case, its comments
+    # and docstring left out; it failed the check as skipping line 119.
+    before = [
+        "def should_strip_auth(self, old_url, new_url):",
+        "old_parsed = urlparse(old_url)",
+        "new_parsed = urlparse(new_url)",
+        "if old_parsed.hostname != new_parsed.hostname:",
+        "return True",
+    ]
+    after = [*before[:-1], "return old_parsed.port != new_parsed.port"]
+    checked = check(before, after, STRIP)
+    assert checked.problems == []
+    assert checked.start == 118 and len(checked.before) == 6
+
+
+def test_comment_lines_in_the_replaced_span_stay_where_they_were():
+    before = [
+        "if old_parsed.hostname != new_parsed.hostname:",
+        "return True",
+        "if (old_parsed.scheme == 'http' and old_parsed.port in (80, None)",
+    ]
+    after = [before[0], "    return True", "if old_parsed.scheme == 'http':"]
+    checked = check(before, after, STRIP)
+    assert checked.problems == []
+    kept = with_blank_lines(
+        reindented(after, checked.before, indent_unit(STRIP)), checked.before, "python"
+    )
+    assert kept == [
+        "        if old_parsed.hostname != new_parsed.hostname:",
+        "            return True",
+        "        # Special case: allow http -> https redirect when using the standard",
+        "        # ports.",
+        "        if old_parsed.scheme == 'http':",
+    ]
+    diff = hunk(STRIP, checked, kept)
+    assert "-        # ports." not in diff and "         # ports." in diff
+
+
+def test_a_comment_is_code_in_a_language_whose_comments_look_otherwise():
+    c_code = Excerpt("x.c", "f", 1, ("#define N 3", "int f() {", "  return N;", "}"), (1, 4), "c")
+    assert "#define N 3" in sketch_schema(c_code).model_json_schema()["properties"]["before"][
+        "items"]["enum"]  # fmt: skip
+
+
+def test_a_before_line_named_twice_is_a_problem():
+    # local-1.5b on requests' handle_redirect: the def line picked again and again, written
+    # nested as often; the repeat check counted its own before lines and let it through.
+    looped = ["def issue(self, user):"] * 7
+    checked = check(looped, [*looped, "token = repr(user)"], CODE)
+    assert checked.problems[0] == (
+        "The before lines name line 15 (`def issue(self, user):`) more than once: name each "
+        "line of the code once, in order."
+    )
+    assert "7 times" in checked.problems[-1]
