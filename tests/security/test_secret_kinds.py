@@ -3,6 +3,7 @@ file the secret sits, and files that only look like secret stores are not."""
 
 import random
 import string
+import time
 
 import pytest
 from django.conf import settings
@@ -100,3 +101,25 @@ def test_a_config_password_says_which_line_it_is_on():
     assert secret_reason("settings/local.ini", content) == (
         "Holds what looks like a password or key in a configuration file (line 4)."
     )
+
+
+def test_a_file_made_of_credential_shaped_placeholders_is_withheld_without_judging_each():
+    # Each `user:pw@host` here is a documentation placeholder (too short to be a password),
+    # judged one by one at tens of microseconds each: 50 MB of them took ~2 minutes.
+    line = "see x://u:pw@h\n"
+    content = line * ((settings.PLANAGENTS_MAX_UPLOAD_BYTES - 1024) // len(line))
+
+    started = time.perf_counter()
+    reason = secret_reason("docs/urls.txt", content)
+
+    assert reason == (
+        "Holds over 10,000 strings shaped like credentials (up to line 10000): withheld rather "
+        "than checked one by one."
+    )
+    assert time.perf_counter() - started < 10  # ~0.5 s here; 2 minutes before
+
+
+def test_a_config_file_of_references_is_withheld_without_judging_each():
+    content = "password: ${DB_PASSWORD}\n" * 20_000
+    assert secret_reason("settings.yaml", content).startswith("Holds over 10,000 strings")
+    assert secret_reason("settings.yaml", "password: ${DB_PASSWORD}\n" * 100) == ""
