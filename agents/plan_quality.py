@@ -354,6 +354,10 @@ class Quality:
     module", "named after it" or "named in the plan"); else the tests of the changed files."""
     tests_named: bool
     """Whether the plan itself names those tests (False: they are the app's suggestion)."""
+    without_step: list[str] = field(default_factory=list)
+    """Files in Files that no step changes (nor Testing names): a change with no instruction.
+    The requests walk's 1.5B plan listed four such files as "modify", each with a reason no
+    step backed ("Add new methods to the `MockRequest` class …")."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -377,7 +381,10 @@ class Quality:
             parts.append(checked)
         parts.append(_count(len(self.invented_paths), "invented path"))
         parts.append(_count(len(self.invented_names), "invented name"))
-        parts.append(_count(self.files, "file"))
+        files = _count(self.files, "file")
+        if self.without_step:
+            files += f" ({len(self.without_step)} that no step changes)"
+        parts.append(files)
         parts.append(self._tests())
         return " · ".join(parts)
 
@@ -395,6 +402,7 @@ class Quality:
             f"`{n}` is not defined or used anywhere in the codebase, nor in the task."
             for n in self.invented_names
         ]
+        out += [f"`{p}` is in Files, but no step changes it." for p in self.without_step]
         return out
 
 
@@ -449,7 +457,37 @@ def judge(
         invented_names=names,
         tests=_tests(named_tests, files, paths, related),
         tests_named=bool(named_tests),
+        without_step=_without_step(data, steps, files, paths),
     )
+
+
+def _without_step(
+    data: dict[str, Any], steps: list[dict[str, Any]], files: list[dict[str, Any]], paths: FileSet
+) -> list[str]:
+    """The paths in Files that no step names (in its files, its target or its words) and the
+    Testing section does not name either, in the plan's own spelling."""
+    named: set[str] = set()
+
+    def add(written: str) -> None:
+        named.add(paths.resolve(written).path or written)
+
+    for step in steps:
+        for written in step.get("files") or []:
+            add(str(written))
+        target = as_dict(step.get("target"))
+        if target.get("path"):
+            add(str(target["path"]))
+        for written in written_paths(f"{step.get('title') or ''} {step.get('detail') or ''}"):
+            add(written)
+    for line in data.get("testing") or []:
+        for written in written_paths(str(line)):
+            add(written)
+    out = []
+    for entry in files:
+        path = str(entry["path"])
+        if (paths.resolve(path).path or path) not in named:
+            out.append(path)
+    return list(dict.fromkeys(out))
 
 
 def _module_names(paths: FileSet) -> set[str]:

@@ -148,10 +148,31 @@ def test_the_quality_line_counts_what_the_plan_amounts_to(tmp_path):
     quality = judge(data, PATHS, task="", index_folder=folder, related=Navigator(folder).related)
     assert quality.line() == (
         "2 steps · 1 on real definitions · 1 new definition · 1 sketches checked · "
-        "1 invented path · 0 invented names · 2 files · "
+        "1 invented path · 0 invented names · 2 files (1 that no step changes) · "
         "tests: `tests/test_auth.py` (imports the changed module)"
     )
     assert Quality.from_dict(quality.as_dict()) == quality
+
+
+def test_a_file_no_step_changes_is_counted_and_named_as_a_problem(tmp_path):
+    # The requests walk (local-1.5b): four files listed as "modify" that no step changed.
+    steps = [
+        {"title": "Fix", "detail": "In `todo/auth.py`.", "files": []},
+        {"title": "Route", "detail": "Call it.", "files": ["todo/api.py"]},
+    ]
+    data = plan(steps=steps, testing=["Extend `tests/test_auth.py`."])
+    data["files"] += [
+        {"path": "todo/api.py", "action": "modify", "reason": "route"},
+        {"path": "tests/test_auth.py", "action": "modify", "reason": "a test"},
+        {"path": "todo/other.py", "action": "create", "reason": "nothing says why"},
+    ]
+    quality = judge(data, PATHS, task="", index_folder=indexed(tmp_path))
+    assert quality.without_step == ["todo/other.py"]
+    assert "4 files (1 that no step changes)" in quality.line()
+    assert "`todo/other.py` is in Files, but no step changes it." in quality.problems()
+    data["steps"][0]["detail"] = "Nothing named."
+    again = judge(data, PATHS, task="", index_folder=indexed(tmp_path / "b"))
+    assert again.without_step == ["todo/auth.py", "todo/other.py"]
 
 
 def test_without_named_tests_the_line_offers_the_tests_of_the_changed_files(tmp_path):
