@@ -399,19 +399,20 @@ def text_turn(
     stoppable: bool = True,
     answering: str = "",
     answering_label: str = "the other agent's message",
-    reviewing: bool = False,
+    reviewing: str = "",
 ) -> Message:
     """Stream a free-text reply into a message (or return the one a previous run finished).
     Stoppable turns end early when the human presses Stop; the stop summary itself is not.
     `answering` is the message this reply answers (labelled `answering_label` for the model):
-    a reply that copies it, holds a literal placeholder or refuses is redone once. With
-    `reviewing` the reply is a review of `answering`, and one that raises no real objection
-    to it (agents.objections) is redone once too."""
+    a reply that copies it, holds a literal placeholder or refuses is redone once. `reviewing`
+    is what the reply reviews (the proposal and the task, without the request's own words:
+    "which tests it forgets" would make "Add a test." say nothing new); a review that raises
+    no real objection to it (agents.objections) is redone once too."""
 
     def problem_of(text: str) -> Problem | None:
         found = check_reply(text, answering, answering_label)
         found = found or language_problem(text, session.language)
-        return found or (review_problem(text, answering) if reviewing else None)
+        return found or (review_problem(text, reviewing) if reviewing else None)
 
     def write(
         provider: LLMProvider,

@@ -388,7 +388,7 @@ def review_and_refine(ctx: NodeContext) -> NodeResult:
         answering_label="Agent A's proposal and the task",
         # A review that objects to nothing (a refusal, a question back, praise) is asked once
         # more, then kept and shown as "no objection raised" (agents.objections).
-        reviewing=True,
+        reviewing=f"{proposal_md}\n{ctx.session.task}",
     )
     _store_citations(ctx, message)
     review = message.content

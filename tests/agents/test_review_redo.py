@@ -1,6 +1,6 @@
 """A review that raises no real objection (an apology, a question back, praise) is redone once,
 with the reason on the page; a redo that still raises none is kept and says "no objection
-raised". Only turns that are reviews (`reviewing=True`) are held to it."""
+raised". Only turns that are reviews (`reviewing`: what they review) are held to it."""
 
 import pytest
 
@@ -33,7 +33,7 @@ def no_sleep(monkeypatch):
     monkeypatch.setattr(call_policy, "sleep", lambda seconds, should_stop: None)
 
 
-def review(session, *, reviewing=True):
+def review(session, *, reviewing=f"{PROPOSAL}\nAdd rate limiting to login."):
     return turns.text_turn(
         session, turns.Agent("B", "fake"), turn_key="review:1", node="review_and_refine",
         messages=ASK, answering=PROPOSAL, answering_label="Agent A's proposal",
@@ -61,9 +61,18 @@ def test_a_redo_that_still_objects_to_nothing_is_kept_and_says_no_objection_rais
     assert message.data["flags"] == ["no_objection"]
 
 
+def test_the_requests_own_words_do_not_make_a_review_say_nothing_new(session):
+    # The request asks "which files or tests it forgets"; "Add a test." asks for one the
+    # proposal lacks, and must not be redone as if it restated what it reviews (CI: a planning
+    # session's scripted review was redone and the session ran out of script).
+    FakeProvider.script("fake", "Add a test.", "never")
+    assert review(session).content == "Add a test."
+    assert FakeProvider.pending("fake") == 1
+
+
 def test_a_turn_that_is_not_a_review_is_not_held_to_objecting(session):
     FakeProvider.script("fake", "The proposal looks good and addresses the task.", "never")
-    assert review(session, reviewing=False).content == (
+    assert review(session, reviewing="").content == (
         "The proposal looks good and addresses the task."
     )
     assert FakeProvider.pending("fake") == 1
