@@ -302,13 +302,9 @@ def _objecting_clause(clause: str, original: str, language: str) -> bool:
     langs = ("en", "vi") if language == "vi" else ("en",)
     if any(_SELF[lang].search(clause) or _REQUEST[lang].search(clause) for lang in langs):
         return False
-    rest = clause
-    for lang in langs:
-        rest = _APPROVAL[lang].sub(" ", rest)
+    rest = _without_approval(clause, langs)
     approving = rest != clause
-    if any(_CRITIQUE[lang].search(rest) for lang in langs):
-        return True
-    if language != "vi" and _NO.search(rest):
+    if _critique(rest, langs, language):
         return True
     if not approving and any(_OBLIGATION[lang].search(rest) for lang in langs):
         return True
@@ -350,15 +346,23 @@ def criticises(sentence: str, language: str = "") -> bool:
     wrong, as against a demand ("should …") or a name."""
     language = language or detect_language(sentence)
     langs = ("en", "vi") if language == "vi" else ("en",)
-    for clause, _ in _clauses(sentence):
-        rest = clause
-        for lang in langs:
-            rest = _APPROVAL[lang].sub(" ", rest)
-        if any(_CRITIQUE[lang].search(rest) for lang in langs):
-            return True
-        if language != "vi" and _NO.search(rest):
-            return True
-    return False
+    return any(
+        _critique(_without_approval(c, langs), langs, language) for c, _ in _clauses(sentence)
+    )
+
+
+def _without_approval(clause: str, langs: tuple[str, ...]) -> str:
+    for lang in langs:
+        clause = _APPROVAL[lang].sub(" ", clause)
+    return clause
+
+
+def _critique(rest: str, langs: tuple[str, ...], language: str) -> bool:
+    """A critique form in a clause with its approvals taken out: a negation, a deficiency, a
+    critical question (English "no" only in English: folded Vietnamese "no" is "nó")."""
+    return any(_CRITIQUE[lang].search(rest) for lang in langs) or (
+        language != "vi" and bool(_NO.search(rest))
+    )
 
 
 def restates(item: str, said: str) -> bool:
