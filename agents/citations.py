@@ -141,16 +141,20 @@ NEW_DEFINITION = "new definition in "
 
 
 def cite_symbols(
-    data: dict[str, Any], definitions: Mapping[str, Definition], paths: Collection[str] = ()
+    data: dict[str, Any],
+    definitions: Mapping[str, Definition],
+    paths: Collection[str] = (),
+    sources: Collection[Source] = (),
 ) -> dict[str, Any]:
     """`data` whose steps no longer carry the `symbol` a file-choices schema asked for: a named
     definition that agrees with the rest of the step (one of its files, or its title or detail
     names the file or the definition) becomes the step's citation (`Name` at `path:line`),
     unless the step cites that file already, and the step's `target` (kind "definition", its
     name and lines), whose code the plan shows. `new definition in <path>` with a path of
-    `paths` makes the target a new definition there. "none", an unknown name, or one the step
-    says nothing else about is dropped: the 0.5B model picked the same unrelated method for
-    all six steps of a pylint plan."""
+    `paths` makes the target a new definition there, unless the step is plainly about one that
+    exists (`_existing_definition`, read with the [E#] `sources`). "none", an unknown name, or
+    one the step says nothing else about is dropped: the 0.5B model picked the same unrelated
+    method for all six steps of a pylint plan."""
     steps = data.get("steps")
     if not isinstance(steps, list):
         return data
@@ -164,11 +168,14 @@ def cite_symbols(
         files = [f for f in step.get("files") or [] if isinstance(f, str)]
         if isinstance(name, str) and name.startswith(NEW_DEFINITION):
             path = name.removeprefix(NEW_DEFINITION)
-            if path in paths:
-                step["target"] = {"kind": "new", "path": path}
-                step["files"] = files if path in files else [*files, path]
-            out.append(step)
-            continue
+            existing = _existing_definition(step, path, definitions, sources)
+            if not existing:
+                if path in paths:
+                    step["target"] = {"kind": "new", "path": path}
+                    step["files"] = files if path in files else [*files, path]
+                out.append(step)
+                continue
+            name = existing
         where = definitions.get(name) if isinstance(name, str) else None
         if where is None:
             # "none" or an unknown choice, while the step itself writes a shown definition
@@ -221,6 +228,39 @@ def _written_definition(step: dict[str, Any], definitions: Mapping[str, Definiti
 
 
 _BARE = re.compile(r"[A-Za-z_]\w{2,}")
+
+
+def _existing_definition(
+    step: dict[str, Any],
+    path: str,
+    definitions: Mapping[str, Definition],
+    sources: Collection[Source],
+) -> str:
+    """The shown definition in `path` a step that chose "new definition in `path`" is about,
+    or "". A step adds a definition under a name of its own; one that writes no such name
+    and either writes an existing definition of that file as code, or cites by [E#] evidence
+    holding exactly one definition of it, changes that definition. requests 2.20 with the
+    1.5B model: "Change the check in [E6] to treat the default port as the same port", where
+    [E6] was `SessionRedirectMixin.should_strip_auth` and nothing else, chose a new
+    definition and so showed no code and no sketch."""
+    written = _written_definition(step, definitions)
+    if written and definitions[written].path == path:
+        return written
+    text = f"{step.get('title', '')} {step.get('detail', '')}"
+    cited = [s for s in sources if s.label and s.path == path and f"[{s.label}]" in text]
+    shown = " ".join(s.text for s in cited)
+    known = {part for name in definitions for part in name.split(".")}
+    for span in _CODE_SPAN.findall(text):
+        bare = span.removesuffix("()")
+        if _BARE.fullmatch(bare) and bare not in known and not re.search(rf"\b{bare}\b", shown):
+            return ""  # a name of its own: the new definition's, perhaps
+    inside = {
+        name
+        for name, where in definitions.items()
+        for s in cited
+        if where.path == path and s.start <= where.line and where.end <= s.end
+    }
+    return inside.pop() if len(inside) == 1 else ""
 
 
 def _agrees(step: dict[str, Any], name: str, path: str) -> bool:

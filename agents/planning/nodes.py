@@ -179,6 +179,7 @@ class NodeContext:
             merge_new_files(data),
             self.definitions() if self.evidence else {},
             self.candidates() if self.evidence else (),
+            sources_of(self.evidence, ()),
         )
         files = []
         aside = self.set_aside()

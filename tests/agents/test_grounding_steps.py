@@ -98,6 +98,42 @@ def test_a_step_adding_a_definition_to_an_offered_file_targets_a_new_definition_
     assert steps[1] == step("Add one elsewhere.")  # a file not offered is no target
 
 
+def test_a_new_definition_step_about_an_existing_one_targets_that_one():
+    # requests 2.20 with the 1.5B model: a step chose "new definition in requests/sessions.py"
+    # while it cited [E6], exactly `should_strip_auth`, and named no definition of its own.
+    here = "requests/sessions.py"
+    definitions = {
+        "SessionRedirectMixin": Definition(here, 95, 300),
+        "SessionRedirectMixin.get_redirect_target": Definition(here, 98, 116),
+        "SessionRedirectMixin.should_strip_auth": Definition(here, 118, 132),
+    }
+    sources = [
+        Source(
+            here, 118, 132, "E6", "def should_strip_auth(self, old_url, new_url):\n  old_parsed"
+        ),
+        Source(here, 95, 140, "E2", "class SessionRedirectMixin(object): ..."),
+    ]
+    new = {"symbol": f"{NEW_DEFINITION}{here}", "files": [here]}
+    data = {"steps": [
+        {"title": "Treat default ports as equal", "detail": "In [E6] compare `old_parsed` "
+         "ports with the scheme's default filled in.", **new},
+        {"title": "Fix it", "detail": "Change `should_strip_auth` so a default port is kept.", **new},
+        # A name of its own (not in the code shown): a new definition it is.
+        {"title": "Add `_default_port()`", "detail": "Used by [E6].", **new},
+        # Evidence holding a whole class and its methods names no single definition.
+        {"title": "Fix it", "detail": "See [E2].", **new},
+    ]}  # fmt: skip
+    steps = cite_symbols(data, definitions, [here], sources)["steps"]
+    strip = {"kind": "definition", "name": "SessionRedirectMixin.should_strip_auth",
+             "path": here, "start": 118, "end": 132}  # fmt: skip
+    assert steps[0]["target"] == strip
+    assert steps[1]["target"] == strip
+    assert steps[2]["target"] == {"kind": "new", "path": here}
+    assert steps[3]["target"] == {"kind": "new", "path": here}
+    # Without the evidence it cites, the first one is a new definition as chosen.
+    assert cite_symbols(data, definitions, [here])["steps"][0]["target"]["kind"] == "new"
+
+
 def test_a_definition_the_rest_of_the_step_says_nothing_about_is_dropped():
     # pylint-4551: the 0.5B model named the same unrelated method for every step.
     definitions = {"Python3Checker.__init__": Definition("pylint/checkers/python3.py", 921, 930)}
