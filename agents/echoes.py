@@ -223,7 +223,9 @@ def says_only_where(detail: str) -> bool:
 def with_details_from(data: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
     """`data`'s steps, each detail that says only where (`says_only_where`) replaced by the
     detail of the `earlier` step (the approved proposal's) that changes the same definition,
-    has the same title or, failing both, the same files, when that one says what to do."""
+    has the same title or, failing both, the same files, when that one says what to do. Each
+    earlier detail is given once: three plan steps on one file each took the same proposal
+    step's detail, and the plan said one thing three times."""
     steps = data.get("steps")
     theirs = [s for s in earlier.get("steps") or [] if isinstance(s, dict)]
     if not isinstance(steps, list) or not theirs:
@@ -241,13 +243,22 @@ def with_details_from(data: dict[str, Any], earlier: dict[str, Any]) -> dict[str
         return bool(x) and x not in ("none", "new") and x == y
 
     out = []
+    given: set[int] = set()
     for step in steps:
         if isinstance(step, dict) and not said(step):
             for key in ("symbol", "title", "files"):
-                match = next((s for s in theirs if same(step, s, key) and said(s)), None)
+                match = next(
+                    (
+                        n
+                        for n, s in enumerate(theirs)
+                        if n not in given and same(step, s, key) and said(s)
+                    ),
+                    None,
+                )
                 if match is not None:
+                    given.add(match)
                     old = str(step.get("detail") or "").strip()
-                    step = {**step, "detail": f"{said(match)} {old}".strip()}
+                    step = {**step, "detail": f"{said(theirs[match])} {old}".strip()}
                     break
         out.append(step)
     return {**data, "steps": out}

@@ -39,6 +39,18 @@ def test_a_where_only_detail_takes_the_proposal_steps_detail_and_keeps_its_citat
     assert out["steps"][1] is plan["steps"][1]  # it says what to do: left as the model wrote it
 
 
+def test_a_proposal_steps_detail_is_given_to_one_plan_step_only():
+    # requests 2.20 with the 1.5B model: three where-only steps on one file each took the
+    # proposal's one detail, and the plan said the same thing three times.
+    where = {"detail": "`requests/sessions.py:118-132` [E6]", "files": ["requests/sessions.py"]}
+    plan = {"steps": [{"title": t, "symbol": "none", **where} for t in ("One", "Two", "Three")]}
+    proposal = {"steps": [{"title": "Keep auth", "symbol": "none", "detail": SAID,
+                           "files": ["requests/sessions.py"]}]}  # fmt: skip
+    out = with_details_from(plan, proposal)["steps"]
+    assert out[0]["detail"] == f"{SAID} {where['detail']}"
+    assert out[1]["detail"] == out[2]["detail"] == where["detail"]
+
+
 def test_without_a_matching_proposal_step_the_detail_stays():
     plan = {
         "steps": [{"title": "Modify `handle`", "symbol": "Linker.handle", "detail": WHERE_ONLY}]
