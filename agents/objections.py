@@ -295,7 +295,7 @@ def cut(review: str) -> list[str]:
     if not items:
         text = " ".join(ln.strip() for ln in lines if ln.strip())
         items = [s.strip() for s in _SENTENCE_END.split(text)]
-    return list(dict.fromkeys(_clip(i) for i in items if len(i.split()) >= 3))
+    return list(dict.fromkeys(i for i in items if len(i.split()) >= 3))
 
 
 def _objecting_clause(clause: str, original: str, language: str) -> bool:
@@ -457,7 +457,9 @@ def objections(
     proposal it reviews and the task: the 0.5B model's "review" repeats the proposal's own
     sentences as bullets, which object to nothing), nor ask for what it already does."""
     language = detect_language(review)
-    return [i for i in cut(review) if is_real(i, restating, language, cited)][:limit]
+    # Judged whole, shown clipped: a word cut in half ("reque…") is no new word of the item's.
+    real = (_clip(i) for i in cut(review) if is_real(i, restating, language, cited))
+    return list(dict.fromkeys(real))[:limit]
 
 
 def review_problem(review: str, reviewed: str = "") -> Problem | None:

@@ -5,7 +5,14 @@ seen on real projects (issue 18)."""
 
 import pytest
 
-from agents.objections import NO_OBJECTION, cut, is_objection, objections, review_problem
+from agents.objections import (
+    NO_OBJECTION,
+    OBJECTION_CHARS,
+    cut,
+    is_objection,
+    objections,
+    review_problem,
+)
 
 PROPOSAL = (
     "**Proposal.** Throttle failed logins in `app/auth.py`.\n"
@@ -223,6 +230,19 @@ def test_words_from_the_evidence_an_item_cites_are_not_new_but_from_other_eviden
     # "decide whether" comes from the docstring [E6] shows; without it the item says more.
     assert objections(f"- {AGREES}", restating=WALK_SAID, cited={6: E6}) == []
     assert objections(f"- {AGREES}", restating=WALK_SAID, cited={7: E6}) == [AGREES]
+
+
+def test_a_long_item_is_judged_whole_and_shown_clipped():
+    # An item past the display length was clipped before it was judged: a critique after the
+    # first 240 characters ("It breaks redirects to another host") was cut off, and the item,
+    # left agreeing with the proposal, was dropped as no objection.
+    long = f"{AGREES} The check that the hostnames are different or the scheme is changing "
+    long += "decides whether to strip the Authorization header on redirect."
+    assert len(long) > OBJECTION_CHARS
+    assert objections(f"- {long}", restating=WALK_SAID, cited={6: E6}) == []
+    critique = f"{long} It breaks redirects to another host, which must still drop it."
+    (shown,) = objections(f"- {critique}", restating=WALK_SAID, cited={6: E6})
+    assert len(shown) <= OBJECTION_CHARS and shown.endswith("…")
 
 
 @pytest.mark.parametrize(
