@@ -304,17 +304,19 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         "",
         f"Sessions finished: {len(rows)} of {planned}. {note}",
         "",
-        "| instance | run | profile | status | gold file in Files | gold definition targeted | "
+        "| instance | run | profile | status | gold file in Files | gold definition offered "
+        "| gold definition targeted | "
         "sketch shares a line with the fix | steps on real definitions | sketches matching "
         "the code | invented paths / names | non-objections in Decisions | steps citing an "
         "existing path:line | LLM calls | wall s | load | fix's added lines already in the "
         "pack |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['instance']} | {r['condition']} | {r.get('profile', '–')} | {r['status']} | "
-            f"{r['gold_named']}/{r['gold_total']} | {_yes(r.get('gold_def'))} | "
+            f"{r['gold_named']}/{r['gold_total']} | {_yes(r.get('gold_def_offered'))} | "
+            f"{_yes(r.get('gold_def'))} | "
             f"{_yes(r.get('sketch_overlap'))} | {r.get('on_definitions', '–')}/{r['steps']} | "
             f"{r.get('sketches_checked', '–')}/{r.get('sketches', '–')} | "
             f"{r.get('invented_paths_all', r['invented'])} / {r.get('invented_names', '–')} | "
@@ -326,11 +328,12 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         "",
         "## Totals",
         "",
-        "| run | sessions | plans | gold file in Files | gold definition targeted | sketch "
+        "| run | sessions | plans | gold file in Files | gold definition offered | gold "
+        "definition targeted | sketch "
         "shares a line with the fix | invented paths | invented names | non-objections in "
         "Decisions | steps on real definitions | sketches matching the code | steps citing an "
         "existing path:line | median LLM calls | median wall s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for condition in CONDITIONS:
         mine = [r for r in rows if r["condition"] == condition]
@@ -341,6 +344,7 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         steps = sum(r["steps"] for r in mine)
         gold = sum(bool(r["gold"]) for r in mine)
         gold_def = sum(bool(r.get("gold_def")) for r in mine)
+        shown = sum(bool(r.get("gold_def_offered")) for r in mine)
         overlap = sum(bool(r.get("sketch_overlap")) for r in mine)
         on_defs = sum(r.get("on_definitions", 0) for r in mine)
         sketches = sum(r.get("sketches", 0) for r in mine)
@@ -348,7 +352,7 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         cited = sum(r["steps_cited"] for r in mine)
         out.append(
             f"| {condition} | {n} | {plans} | {gold}/{n} ({_pct(gold, n)}) | "
-            f"{gold_def}/{n} ({_pct(gold_def, n)}) | {overlap}/{n} ({_pct(overlap, n)}) | "
+            f"{shown}/{n} ({_pct(shown, n)}) | {gold_def}/{n} ({_pct(gold_def, n)}) | {overlap}/{n} ({_pct(overlap, n)}) | "
             f"{sum(r.get('invented_paths_all', r['invented']) for r in mine)} | "
             f"{sum(r.get('invented_names', 0) for r in mine)} | "
             f"{sum(r.get('non_objections', 0) for r in mine)} | "

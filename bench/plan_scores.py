@@ -125,6 +125,35 @@ def session_data(database: Path, session_id: int) -> dict[str, Any]:
     return {"task": task, "codebase": codebase, "plan": plan}
 
 
+_OFFERED = re.compile(
+    r"The definitions in the code shown, by file and line: (.*?)(?: \(and \d+ more\))?\.(?:\s|$)"
+)
+_LISTED = re.compile(r"([^\s:;,][^:;]*?): ((?:`[^`]+` \d+(?:, )?)+)")
+
+
+def offered(database: Path, session_id: int) -> set[tuple[str, str]]:
+    """The definitions (path, name) the session's prompts listed for a step to change: the
+    ceiling of "gold definition targeted" (a step's choice is held to them)."""
+    db = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        prompts = db.execute(
+            "SELECT prompt FROM agents_llmcall WHERE session_id = ?", (session_id,)
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return set()
+    finally:
+        db.close()
+    found: set[tuple[str, str]] = set()
+    for (prompt,) in prompts:
+        messages = json.loads(prompt) if prompt else []
+        for message in messages if isinstance(messages, list) else []:
+            content = message.get("content") if isinstance(message, dict) else ""
+            for listing in _OFFERED.findall(content if isinstance(content, str) else ""):
+                for path, names in _LISTED.findall(listing):
+                    found |= {(path.strip(), n) for n in re.findall(r"`([^`]+)`", names)}
+    return found
+
+
 def score(
     instance_id: str, database: Path, index_root: Path, session_id: int, pack: Path
 ) -> dict[str, Any]:
@@ -165,6 +194,10 @@ def score(
         "scored": True,
         "fix_in_pack": f"{in_pack}/{added}",
         "gold_def": targeted > 0,
+        "gold_def_offered": any(
+            targets_gold({"kind": "definition", "path": path, "name": name}, spans)
+            for path, name in offered(database, session_id)
+        ),
         "gold_def_steps": targeted,
         "sketch_overlap": overlap > 0,
         "on_definitions": quality.on_definitions,
