@@ -289,3 +289,44 @@ def without_looking_steps(data: dict[str, Any]) -> tuple[dict[str, Any], list[st
         return data, []
     kept = [s for s in steps if not any(s is x for x in looking)]
     return {**data, "steps": kept}, [str(s.get("title") or "").strip() for s in looking]
+
+
+_UNCHANGING = re.compile(
+    r"^\W*(?:step\s*\d+\W*)?(?:no\s+(?:code\s+)?changes?\b|nothing\s+to\s+change\b|"
+    r"do\s+not\s+(?:change|modify|touch)\b|không\s+(?:cần\s+)?(?:thay\s+đổi|sửa)\b)"
+    r"|\b(?:unchanged|giữ\s+nguyên)\W*$",
+    re.IGNORECASE,
+)
+
+
+def without_unchanging_steps(
+    data: dict[str, Any],
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """`data` without the steps whose title says they change nothing ("No changes to
+    `CaseInsensitiveDict` in `requests/structures.py`", "Keep `merge_setting` unchanged"),
+    those steps' titles, and the files left out. The files only such steps named leave the
+    plan's Files too: the plan
+    itself says they do not change (the requests walk listed `requests/structures.py` as
+    "modify" with the reason of another file). A plan of nothing but such steps keeps them."""
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return data, [], []
+    idle = [
+        s for s in steps if isinstance(s, dict) and _UNCHANGING.search(str(s.get("title") or ""))
+    ]
+    if not idle or len(idle) == len(steps):
+        return data, [], []
+    kept = [s for s in steps if not any(s is x for x in idle)]
+
+    def files(chosen: list[Any]) -> set[str]:
+        return {str(f) for s in chosen if isinstance(s, dict) for f in s.get("files") or [] if f}
+
+    unchanged = files(idle) - files(kept)
+    listed, gone = [], []
+    for entry in data.get("files") or []:
+        if isinstance(entry, dict) and str(entry.get("path")) in unchanged:
+            gone.append(str(entry.get("path")))
+        else:
+            listed.append(entry)
+    titles = [str(s.get("title") or "").strip() for s in idle]
+    return {**data, "steps": kept, "files": listed}, titles, gone

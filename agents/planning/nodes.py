@@ -28,6 +28,7 @@ from agents.echoes import (
     without_copied_sentences,
     without_looking_steps,
     without_repeated_steps,
+    without_unchanging_steps,
 )
 from agents.investigation.evidence import Evidence, candidate_paths, evidence_context
 from agents.investigation.session import failed_frames, load_evidence, profile_summary
@@ -349,7 +350,10 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
     _store_citations(ctx, message)
     drafted = ctx.fill_files(proposal.model_dump())
     data, looked = without_looking_steps(without_copies(drafted, request, ctx.test_command()))
-    _note_left_out(ctx, message, drafted, data, what="the proposal", looked=looked)
+    data, idle, idle_files = without_unchanging_steps(data)
+    _note_left_out(
+        ctx, message, drafted, data, what="the proposal", looked=looked, idle=(idle, idle_files)
+    )
     data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
     data = with_step_files(data, ctx.paths)
     return NodeResult({"proposal": data, "iteration": iteration})
@@ -631,6 +635,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     copied, looked = without_looking_steps(
         without_copies(drafted, request, ctx.test_command(), points)
     )
+    copied, idle, idle_files = without_unchanging_steps(copied)
     # A step whose detail only says where takes what the approved proposal said to do there.
     data = with_details_from(copied, ctx.state.proposal or {})
     filled = (
@@ -642,7 +647,16 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
         if data is not copied
         else []
     )
-    _note_left_out(ctx, message, drafted, data, what="the plan", filled=filled, looked=looked)
+    _note_left_out(
+        ctx,
+        message,
+        drafted,
+        data,
+        what="the plan",
+        filled=filled,
+        looked=looked,
+        idle=(idle, idle_files),
+    )
     data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
     data = with_step_files(data, ctx.paths)
     # An action the task never asked for (deleting a file in a bug fix) is a risk, said so.
@@ -779,6 +793,7 @@ def _note_left_out(
     what: str,
     filled: Sequence[int] = (),
     looked: Sequence[str] = (),
+    idle: tuple[Sequence[str], Sequence[str]] = ((), ()),
 ) -> None:
     """Say on the finalize message what the plan left out of the model's draft (fields that
     repeated the instructions), so the session page and the plan page tell one story; the
@@ -792,7 +807,8 @@ def _note_left_out(
             gone = [before] if isinstance(before, str) and before and before != after else []
         dropped += [f"{key.capitalize()}: “{v[:80]}”" for v in gone]
     taken = [str(n) for n in filled]
-    if not dropped and not taken and not looked:
+    idle_titles, idle_files = idle
+    if not dropped and not taken and not looked and not idle_titles:
         return
     notes = []
     if dropped:
@@ -810,6 +826,13 @@ def _note_left_out(
         notes.append(
             f"Left out of {what}: {len(looked)} step(s) that only look at the code, which the "
             f"investigation did ({titles})."
+        )
+    if idle_titles:
+        titles = "; ".join(f"“{t[:80]}”" for t in idle_titles)
+        files = ", ".join(code_span(p) for p in idle_files)
+        notes.append(
+            f"Left out of {what}: {len(idle_titles)} step(s) that change nothing ({titles})"
+            + (f", and {files}, which only they named." if files else ".")
         )
     note = "\n\n_" + " ".join(notes) + "_"
     if note in message.content:  # a re-run of this node after a crash

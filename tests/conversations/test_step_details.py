@@ -145,3 +145,71 @@ def test_the_final_plan_leaves_out_a_step_that_only_looks_and_says_so(session): 
     said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
     assert "1 step(s) that only look at the code" in said
     assert "“Identify the problematic code”" in said
+
+
+def test_steps_that_change_nothing_are_left_out_with_the_files_only_they_named():
+    from agents.echoes import without_unchanging_steps
+
+    # The requests 2.20 walk with the 1.5B model: its step 2 changed nothing, and its file was
+    # in Files as "modify" with the reason of another file.
+    plan = {
+        "steps": [
+            {"title": "Change `should_strip_auth`", "detail": SAID,
+             "files": ["requests/sessions.py"]},
+            {"title": "No changes to `CaseInsensitiveDict` in `requests/structures.py`",
+             "detail": "It remains unchanged.", "files": ["requests/structures.py"]},
+            {"title": "Keep `merge_setting` unchanged", "detail": "As is.",
+             "files": ["requests/sessions.py"]},
+            {"title": "Không thay đổi `Session`", "detail": "Giữ nguyên.", "files": []},
+            # Changing what was unchanged so far is a change.
+            {"title": "Make the port check treat unchanged default ports as equal",
+             "detail": SAID, "files": ["requests/sessions.py"]},
+        ],
+        "files": [
+            {"path": "requests/sessions.py", "action": "modify", "reason": "r"},
+            {"path": "requests/structures.py", "action": "modify", "reason": "r"},
+        ],
+    }  # fmt: skip
+    kept, titles, files = without_unchanging_steps(plan)
+    assert [s["title"] for s in kept["steps"]] == [
+        "Change `should_strip_auth`",
+        "Make the port check treat unchanged default ports as equal",
+    ]
+    assert titles == [s["title"] for s in plan["steps"][1:4]]
+    assert files == ["requests/structures.py"]  # sessions.py: a kept step changes it
+    assert [f["path"] for f in kept["files"]] == ["requests/sessions.py"]
+    only = {"steps": plan["steps"][1:2], "files": plan["files"]}
+    assert without_unchanging_steps(only) == (only, [], [])  # nothing else: kept
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_drained")
+def test_the_final_plan_leaves_out_a_step_that_changes_nothing_and_says_so(session):  # noqa: F811
+    ctx = investigated(session, iteration=1)
+    name, where = next(iter(ctx.definitions().items()))
+    path = where[0]
+    other = next(p for p in ctx.candidates() if p != path)
+    ctx.state.proposal = {"summary": "Expire tokens.", "steps": [], "files": []}
+    draft = {
+        "summary": "Drop tokens older than a day on lookup.",
+        "effort": {"size": "S", "estimate": "1 day"},
+        "decisions": [],
+        "steps": [
+            {"title": f"Drop old tokens in `{name}`", "symbol": name, "detail": SAID,
+             "files": [path]},
+            {"title": f"No changes to `{other}`", "symbol": "none", "detail": "None needed.",
+             "files": [other]},
+        ],
+        "files": [{"path": path, "action": "modify", "reason": "the code that changes"},
+                  {"path": other, "action": "modify", "reason": "the code that changes"}],
+        "new_files": [],
+        "testing": ["A day-old token is refused."],
+        "risks": ["Clock skew."],
+    }  # fmt: skip
+    FakeProvider.script("fake", draft, {"before": [], "after": []})
+    nodes.finalize_plan(ctx)
+    plan = Plan.objects.get(session=session).structured
+    assert [s["title"] for s in plan["steps"]] == [f"Drop old tokens in `{name}`"]
+    assert [f["path"] for f in plan["files"]] == [path]
+    said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
+    assert f"1 step(s) that change nothing (“No changes to `{other}`”), and `{other}`" in said
