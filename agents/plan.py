@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from agents import plan_rules
 from agents.citations import extract_citations, line_note
 from agents.decision_log import evidence_in
-from agents.plan_quality import Quality, as_dict, judge
+from agents.plan_quality import Quality, as_dict, judge, unquoted
 from agents.sketches import diff_lines, fenced, shown_code
 from conversations.models import Plan, PlanningSession
 from rag import index as rag_index
@@ -192,6 +192,10 @@ def _step_code(step: dict[str, Any]) -> list[str]:
     name = _text(target.get("name"))
     out = ["", f"   Current code of {code_span(name)}, {code_span(where)}:", ""]
     out += [f"   {line}" for line in fenced(shown, "text")]
+    missing = unquoted(step)
+    if missing:
+        quotes = ", ".join(code_span(q) for q in missing)
+        out += ["", f"   **Not in this code:** the step changes {quotes}, which it does not hold."]
     if sketch and diff_lines(sketch):
         verdict = (
             "its lines match the code above"

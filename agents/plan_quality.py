@@ -253,6 +253,48 @@ STANDARD_MODULES = frozenset(sys.stdlib_module_names)
 """`time.monotonic`, `os.path.join`: the language's library, not the codebase's to check."""
 
 
+_CHANGING = re.compile(
+    r"\b(?:remove|removing|delete|deleting|drop|dropping|replace|replacing|change|changing|"
+    r"modify|modifying|rewrite|rewriting|update|updating|edit|xóa|xoá|thay|sửa)\b"
+    r"(?:\s+(?:the|this|that|a|an|both|line|lines|call|calls|condition|conditions|check|"
+    r"checks|statement|statements|expression|code|assignment|dòng|lệnh|điều kiện))*"
+    r"\s+((?:`[^`\n]+`(?:\s*(?:,|and|or|và|hoặc)\s*)?)+)",
+    re.IGNORECASE,
+)
+"""A verb that changes code, then the code it changes, quoted: "Remove the line `x = 1` and
+`y()`"; what follows "with" or "to" is the new code, not quoted from the old."""
+_CODE_LIKE = re.compile(r"[()=\[\]<>!+*/%,:]|\s")
+_NAME_ONLY = re.compile(r"[A-Za-z_][\w.]*(?:\(\))?")
+
+
+def unquoted(step: dict[str, Any]) -> list[str]:
+    """Code a step says to remove, replace or change, written as code, that is not in the code
+    shown under it (whitespace and quote marks aside): a claim about the code a reader would
+    look for and not find. The requests walk's 1.5B plan said to remove
+    `self._r.headers.pop('Content-Length')` from `should_strip_auth`, a line in no file. Names
+    alone (`merge_setting`, `Session.send()`) are the invented-name check's; a step with no
+    code shown claims nothing here."""
+    lines = as_dict(step.get("code")).get("lines")
+    if not isinstance(lines, list) or not lines:
+        return []
+    shown = _squeeze("\n".join(str(line) for line in lines))
+    text = f"{step.get('title') or ''} {step.get('detail') or ''}"
+    out = []
+    for match in _CHANGING.finditer(text):
+        for quote in re.findall(r"`([^`\n]+)`", match.group(1)):
+            quote = quote.strip()
+            if not _CODE_LIKE.search(quote) or _NAME_ONLY.fullmatch(quote):
+                continue
+            if is_path_like(quote) or _squeeze(quote) in shown:
+                continue
+            out.append(quote)
+    return list(dict.fromkeys(out))
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text).replace('"', "'")
+
+
 def _sentences(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """(section, text) for every piece of prose in the plan: the free-text sections, the
     steps' titles and details, the files' reasons."""
@@ -354,6 +396,8 @@ class Quality:
     module", "named after it" or "named in the plan"); else the tests of the changed files."""
     tests_named: bool
     """Whether the plan itself names those tests (False: they are the app's suggestion)."""
+    unquoted: list[str] = field(default_factory=list)
+    """Code the steps say to change that is not in the code shown under them (`unquoted`)."""
     without_step: list[str] = field(default_factory=list)
     """Files in Files that no step changes (nor Testing names): a change with no instruction.
     The requests walk's 1.5B plan listed four such files as "modify", each with a reason no
@@ -381,6 +425,8 @@ class Quality:
             parts.append(checked)
         parts.append(_count(len(self.invented_paths), "invented path"))
         parts.append(_count(len(self.invented_names), "invented name"))
+        if self.unquoted:
+            parts.append(f"{_count(len(self.unquoted), 'quote')} not in the code shown")
         files = _count(self.files, "file")
         if self.without_step:
             files += f" ({len(self.without_step)} that no step changes)"
@@ -402,6 +448,7 @@ class Quality:
             f"`{n}` is not defined or used anywhere in the codebase, nor in the task."
             for n in self.invented_names
         ]
+        out += [f"A step changes `{q}`, which is not in its code." for q in self.unquoted]
         out += [f"`{p}` is in Files, but no step changes it." for p in self.without_step]
         return out
 
@@ -457,6 +504,7 @@ def judge(
         invented_names=names,
         tests=_tests(named_tests, files, paths, related),
         tests_named=bool(named_tests),
+        unquoted=[q for s in steps for q in unquoted(s)],
         without_step=_without_step(data, steps, files, paths),
     )
 

@@ -10,6 +10,7 @@ from agents.plan_quality import (
     check_written_paths,
     code_names,
     judge,
+    unquoted,
     written_paths,
 )
 from rag import profile
@@ -173,6 +174,47 @@ def test_a_file_no_step_changes_is_counted_and_named_as_a_problem(tmp_path):
     data["steps"][0]["detail"] = "Nothing named."
     again = judge(data, PATHS, task="", index_folder=indexed(tmp_path / "b"))
     assert again.without_step == ["todo/auth.py", "todo/other.py"]
+
+
+STRIP = {"path": "requests/sessions.py", "start": 118, "lines": [
+    "    def should_strip_auth(self, old_url, new_url):",
+    "        old_parsed = urlparse(old_url)",
+    "        if old_parsed.hostname != new_parsed.hostname:",
+    "            return True",
+    '        return old_parsed.port != new_parsed.port or old_parsed.scheme != "https"',
+]}  # fmt: skip
+
+
+def test_code_a_step_changes_that_its_code_lacks_is_named():
+    # The requests walk (local-1.5b): "Remove the line `self._r.headers.pop('Content-Length')`"
+    # from `should_strip_auth`, a line in no file of the codebase.
+    def step(detail):
+        return {"title": "Change `should_strip_auth`", "detail": detail, "code": STRIP}
+
+    invented = "self._r.headers.pop('Content-Length')"
+    assert unquoted(step(f"Remove the line `{invented}` and `return True`.")) == [invented]
+    # In the code (spacing and quote marks aside), a name alone, or the new code: no claim.
+    assert unquoted(step("Change the condition `old_parsed.hostname!=new_parsed.hostname`.")) == []
+    assert unquoted(step("Replace `old_parsed.scheme != 'https'` with `x`.")) == []
+    assert unquoted(step("Change `should_strip_auth` and `urlparse()`.")) == []
+    assert unquoted(step("Add `if old_parsed.port is None:` before the return.")) == []
+    assert unquoted({**step(f"Remove `{invented}`."), "code": {}}) == []  # no code shown
+    assert unquoted(step(f"Xóa dòng `{invented}`.")) == [invented]
+
+
+def test_the_plan_names_a_changed_quote_its_code_lacks_under_the_step(tmp_path):
+    invented = "self._r.headers.pop('Content-Length')"
+    steps = [{"title": "Strip less", "detail": f"Remove `{invented}`.", "code": STRIP,
+              "target": {"kind": "definition", "name": "SessionRedirectMixin.should_strip_auth",
+                         "path": "requests/sessions.py", "start": 118, "end": 122}}]  # fmt: skip
+    quality = judge(plan(steps=steps), PATHS, task="", index_folder=indexed(tmp_path))
+    assert quality.unquoted == [invented]
+    assert "1 quote not in the code shown" in quality.line()
+    assert Quality.from_dict(quality.as_dict()) == quality
+    text = render_plan({**plan(steps=steps), "quality": quality.as_dict()}, PATHS, title="t")
+    assert f"**Not in this code:** the step changes `{invented}`" in text
+    clean = judge(plan(), PATHS, task="", index_folder=indexed(tmp_path / "b"))
+    assert "not in the code shown" not in clean.line()
 
 
 def test_without_named_tests_the_line_offers_the_tests_of_the_changed_files(tmp_path):
