@@ -273,3 +273,83 @@ class ShareLink(models.Model):
         return self.revoked_at is None and (
             self.expires_at is None or self.expires_at > timezone.now()
         )
+
+
+class PlanComment(models.Model):
+    """A comment on a plan step, section or cited line, or a reply to one (a thread is a
+    comment and its replies). Anchored to what it was about, not to a step number, so that
+    conversations.comments can find it again in a later version or say it is outdated."""
+
+    class Anchor(models.TextChoices):
+        STEP = "step", "Step"
+        SECTION = "section", "Section"
+        LINE = "line", "Cited line"
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        RESOLVED = "resolved", "Resolved"
+
+    session = models.ForeignKey(
+        PlanningSession, on_delete=models.CASCADE, related_name="plan_comments"
+    )
+    """The session whose plan it is about; whoever may see the session may see the comment."""
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="comments")
+    """The plan version the comment was written on."""
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies"
+    )
+    """The comment this one answers; empty for the first comment of a thread."""
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    """Who wrote it."""
+    anchor_kind = models.CharField(max_length=10, choices=Anchor.choices)
+    """What it is about: a step, a section or a cited line (a reply: its thread's)."""
+    anchor = models.JSONField(default=dict)
+    """Step: {"target": {kind, name, path}, "title", "detail"}; section: {"key", "text"};
+    cited line: {"path", "line"}; as they were on `plan`."""
+    text = models.TextField()
+    """What the commenter wrote (plain text, shown escaped)."""
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    """Open or resolved; a thread's status is its first comment's."""
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    """Who last resolved the thread; empty while it is open."""
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    """When the thread was last resolved."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When it was written."""
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"Comment {self.pk} on {self.plan}"
+
+
+class CommentRequest(models.Model):
+    """A regeneration (of one section, or of the whole plan through Revise) that was asked to
+    address open comments: which comments, on which version, by which request. The version it
+    wrote is found by conversations.plan_comments.written_by."""
+
+    session = models.ForeignKey(
+        PlanningSession, on_delete=models.CASCADE, related_name="comment_requests"
+    )
+    """The session whose plan was regenerated."""
+    base = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="+")
+    """The version the regeneration started from."""
+    section = models.CharField(max_length=20, blank=True)
+    """The section regenerated (summary, step-2…); empty for the whole plan."""
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    """The request in the transcript (the regeneration's, or the change request of a Revise)."""
+    comments = models.ManyToManyField(PlanComment, related_name="requests")
+    """The open comments the prompt held."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When it was asked."""
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"Comment request {self.pk} on {self.base}"

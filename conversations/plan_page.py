@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 from agents.plan_sections import section_text, sections_of
+from conversations import comments, plan_comments
 from conversations.models import Plan, PlanningSession
 from conversations.plan_approval import approval_context
 from conversations.plan_diff import sections
@@ -81,6 +82,7 @@ def page_context(session: PlanningSession, plan: Plan, **extra: Any) -> dict[str
         "approved_count": len(approved),
         "section_count": sum(len(g["controls"]) for g in groups),
         **approval_context(plan, latest),
+        **comments_context(session, plan, editable),
         **extra,
     }
 
@@ -91,3 +93,43 @@ def editor_context(plan: Plan, key: str, text: str | None = None) -> dict[str, A
     if not key or key not in {s.key for s in sections_of(data)}:
         return {}
     return {"editing": key, "edit_text": section_text(data, key) if text is None else text}
+
+
+def comments_context(session: PlanningSession, plan: Plan, editable: bool) -> dict[str, Any]:
+    """The comment threads placed in version `plan`, grouped by the section (or cited line)
+    they sit on in document order, the outdated ones last; what can be commented on; and what
+    this version was asked to address."""
+    data = plan.structured if isinstance(plan.structured, dict) else {}
+    found = plan_comments.threads(session, plan)
+    infos = sections_of(data)
+    groups: dict[str, dict[str, Any]] = {
+        info.key: {"key": info.key, "label": info.label, "threads": []} for info in infos
+    }
+    lines: dict[str, dict[str, Any]] = {}
+    outdated: list[plan_comments.Thread] = []
+    for thread in found:
+        place = thread.placement
+        if place.key is None:
+            outdated.append(thread)
+        elif place.key:
+            groups[place.key]["threads"].append(thread)
+        else:
+            lines.setdefault(place.line, {"key": "", "label": place.line, "threads": []})[
+                "threads"
+            ].append(thread)
+    shown = [g for g in [*groups.values(), *lines.values()] if g["threads"]]
+    for group in shown:
+        group["open"] = sum(1 for t in group["threads"] if t.is_open)
+    addressed = [t.comment.pk for t in found if any(result == plan for _, result in t.asked)]
+    commenting = plan_comments.can_comment(session.owner, session)
+    return {
+        "comment_groups": shown,
+        "outdated_threads": outdated,
+        "comment_count": len(found),
+        "open_comment_count": sum(1 for t in found if t.is_open and not t.placement.outdated),
+        "can_comment": commenting,
+        "comment_targets": [(info.key, info.label) for info in infos]
+        + [(f"line:{line}", line) for line in comments.cited_lines(data)],
+        "comments_revisable": editable and commenting and can_revise(session.owner, session),
+        "addressed_here": addressed,
+    }

@@ -19,7 +19,7 @@ from agents.plan_sections import (
     section_info,
     section_text,
 )
-from conversations import services
+from conversations import plan_comments, services
 from conversations.models import Message, Plan, PlanningSession
 from conversations.plan_diff import sections
 from conversations.store import add_message
@@ -79,18 +79,34 @@ def approve_section(user: Any, session_id: int, version: int, key: str) -> Plan:
 
 
 def request_regeneration(
-    user: Any, session_id: int, version: int, key: str, instruction: str
+    user: Any,
+    session_id: int,
+    version: int,
+    key: str,
+    instruction: str,
+    *,
+    with_comments: bool = False,
 ) -> Message:
     """Ask Agent A to rewrite one section; the turn runs as a job and streams on the session
     page. The request is a message in the transcript: the job reads it, and its seq names the
-    turn (so a re-run of the job replaces its reply rather than writing a second one)."""
+    turn (so a re-run of the job replaces its reply rather than writing a second one).
+
+    `with_comments`: the section's open comments (conversations.plan_comments.open_threads) go
+    into the instruction the prompt holds, each with its anchor, and which ones is recorded; the
+    typed instruction may then be empty."""
     base = _latest_plan(user, session_id, version)
     label = section_info(base.structured, key).label
     instruction = " ".join((instruction or "").split())
-    if not instruction:
-        raise SectionError("Say what should change in the section (e.g. “split step 3”).")
     if len(instruction) > MAX_INSTRUCTION_CHARS:
         raise SectionError(f"Keep the instruction under {MAX_INSTRUCTION_CHARS} characters.")
+    found = plan_comments.open_threads(base.session, base, key) if with_comments else []
+    if with_comments and not found:
+        raise SectionError(f"{label} has no open comments to regenerate with.")
+    if found:
+        asked = instruction or "Address the open review comments below."
+        instruction = f"{asked}\n\n{plan_comments.prompt_block(found)}"
+    if not instruction:
+        raise SectionError("Say what should change in the section (e.g. “split step 3”).")
     with transaction.atomic():
         message = add_message(
             session_id,
@@ -98,5 +114,7 @@ def request_regeneration(
             content=f"{REGENERATE_PREFIX}{label} of plan v{base.version}: {instruction}",
             data={"regenerate": {"plan": base.pk, "section": key, "instruction": instruction}},
         )
+        if found:
+            plan_comments.record_request(base.session, base, key, message, found)
         dispatch(regenerate_plan_section, message.pk)
     return message

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from conversations import (
     export_formats,
     plan_approval,
+    plan_comments,
     plan_sections,
     services,
     sharing,
@@ -239,7 +240,12 @@ def section_regenerate(request: HttpRequest, session_id: int, key: str) -> HttpR
     version = _version_number(request)
     try:
         plan_sections.request_regeneration(
-            request.user, session_id, version, key, request.POST.get("instruction", "")
+            request.user,
+            session_id,
+            version,
+            key,
+            request.POST.get("instruction", ""),
+            with_comments=bool(request.POST.get("with_comments")),
         )
     except services.SessionNotFound:
         raise Http404("No such plan") from None
@@ -267,4 +273,77 @@ def write_plan(request: HttpRequest, session_id: int) -> HttpResponse:
         raise Http404("No such session") from None
     except services.SessionError as exc:
         messages.error(request, str(exc))
+    return redirect("conversations:detail", session_id=session_id)
+
+
+def _to_comments(session_id: int, version: int, anchor: str = "comments") -> HttpResponse:
+    url = reverse("conversations:plan", kwargs={"session_id": session_id})
+    return redirect(f"{url}?version={version}#{anchor}")
+
+
+@login_required
+@require_POST
+def comment_add(request: HttpRequest, session_id: int) -> HttpResponse:
+    """A new comment thread on a step, a section or a cited line of the version on screen."""
+    version = _version_number(request)
+    try:
+        comment = plan_comments.add_comment(
+            request.user, session_id, version, request.POST.get("where", ""),
+            request.POST.get("text", ""),
+        )  # fmt: skip
+    except services.SessionNotFound:
+        raise Http404("No such plan") from None
+    except plan_comments.CommentError as exc:
+        messages.error(request, str(exc))
+        return _to_comments(session_id, version)
+    return _to_comments(session_id, version, f"comment-{comment.pk}")
+
+
+@login_required
+@require_POST
+def comment_reply(request: HttpRequest, session_id: int, comment_id: int) -> HttpResponse:
+    version = _version_number(request)
+    try:
+        plan_comments.reply(request.user, session_id, comment_id, request.POST.get("text", ""))
+    except services.SessionNotFound:
+        raise Http404("No such comment") from None
+    except plan_comments.CommentError as exc:
+        messages.error(request, str(exc))
+    return _to_comments(session_id, version, f"comment-{comment_id}")
+
+
+@login_required
+@require_POST
+def comment_status(request: HttpRequest, session_id: int, comment_id: int) -> HttpResponse:
+    """Resolve or reopen a thread (`status`: resolved or open)."""
+    version = _version_number(request)
+    try:
+        plan_comments.set_status(
+            request.user, session_id, comment_id, request.POST.get("status", "")
+        )
+    except services.SessionNotFound:
+        raise Http404("No such comment") from None
+    except plan_comments.CommentError as exc:
+        messages.error(request, str(exc))
+    return _to_comments(session_id, version, f"comment-{comment_id}")
+
+
+@login_required
+@require_POST
+def revise_with_comments(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Revise the whole plan with its open comments as the change request; the agents run on
+    the session page, where the new version appears when it is approved."""
+    try:
+        found = plan_comments.revise_with_comments(request.user, session_id)
+    except services.SessionNotFound:
+        raise Http404("No such session") from None
+    except (plan_comments.CommentError, services.SessionError) as exc:
+        messages.error(request, str(exc))
+        return redirect("conversations:plan", session_id=session_id)
+    count = found.comments.count()
+    messages.success(
+        request,
+        f"The agents are revising plan v{found.base.version} with {count} open "
+        f"comment{'s' if count != 1 else ''}; approve their proposal to make the next version.",
+    )
     return redirect("conversations:detail", session_id=session_id)

@@ -36,6 +36,22 @@ urlpatterns = [
         plan_views.section_regenerate,
         name="plan_section_regenerate",
     ),
+    path("<int:session_id>/plan/comments/", plan_views.comment_add, name="plan_comment_add"),
+    path(
+        "<int:session_id>/plan/comments/<int:comment_id>/reply/",
+        plan_views.comment_reply,
+        name="plan_comment_reply",
+    ),
+    path(
+        "<int:session_id>/plan/comments/<int:comment_id>/status/",
+        plan_views.comment_status,
+        name="plan_comment_status",
+    ),
+    path(
+        "<int:session_id>/plan/comments/revise/",
+        plan_views.revise_with_comments,
+        name="plan_comments_revise",
+    ),
     path("<int:session_id>/plan/write/", plan_views.write_plan, name="plan_write"),
     path(
         "<int:session_id>/plan/share/<int:link_id>/revoke/",

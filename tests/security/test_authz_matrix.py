@@ -29,7 +29,14 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from agents.models import LLMCall, PlanReviewEvent
 from api.models import ApiToken
-from conversations.models import Message, Plan, PlanningSession, PlanningState, ShareLink
+from conversations.models import (
+    Message,
+    Plan,
+    PlanComment,
+    PlanningSession,
+    PlanningState,
+    ShareLink,
+)
 from rag.models import Codebase, CodeFile, Pin, Rule
 from tests.security.packs import indexed_codebase, json_pack
 
@@ -102,6 +109,19 @@ def _share_link(w: World) -> ShareLink:
     return link
 
 
+def _comment(w: World) -> dict[str, object]:
+    """The owner's comment on their plan (made on first use, before any request is judged)."""
+    comment, _ = PlanComment.objects.get_or_create(
+        session=w.session,
+        plan=w.plan,
+        author=w.owner,
+        anchor_kind="section",
+        anchor={"key": "summary", "text": MARKER},
+        text=f"Comment {MARKER}",
+    )
+    return {"session_id": w.session.pk, "comment_id": comment.pk}
+
+
 def _api_token(w: World) -> ApiToken:
     """The owner's API token (made on first use, before any request is judged)."""
     token, _ = ApiToken.objects.get_or_create(owner=w.owner, name=MARKER, digest="0" * 64)
@@ -160,6 +180,14 @@ MATRIX: dict[str, Row] = {
         OBJECT, _section, seen=405
     ),
     "sessions/<int:session_id>/plan/write/": Row(OBJECT, _session, seen=405),
+    "sessions/<int:session_id>/plan/comments/": Row(OBJECT, _session, seen=405),
+    "sessions/<int:session_id>/plan/comments/<int:comment_id>/reply/": Row(
+        OBJECT, _comment, seen=405
+    ),
+    "sessions/<int:session_id>/plan/comments/<int:comment_id>/status/": Row(
+        OBJECT, _comment, seen=405
+    ),
+    "sessions/<int:session_id>/plan/comments/revise/": Row(OBJECT, _session, seen=405),
     "sessions/<int:session_id>/revise/": Row(OBJECT, _session, seen=405),
     "sessions/<int:session_id>/trace/<int:call_id>/": Row(
         OBJECT, lambda w: {"session_id": w.session.pk, "call_id": w.call.pk}, shows_marker=True
