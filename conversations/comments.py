@@ -180,6 +180,8 @@ def _place_step(anchor: dict[str, Any], data: dict[str, Any]) -> Placement:
     if not alike:
         return Placement(None, "no step with the same definition or most of the same words")
     n = max(alike, key=lambda n: (_closeness(old, _step_text(steps[n - 1])), -n))
+    if not _changed(anchor, steps[n - 1]):
+        return Placement(f"step-{n}", "same title and detail")
     common, left, _ = shared_words(old, _step_text(steps[n - 1]))
     return Placement(
         f"step-{n}",

@@ -154,9 +154,9 @@ class Thread:
     comment: PlanComment
     placement: comments.Placement
     replies: list[PlanComment] = field(default_factory=list)
-    asked: list[tuple[CommentRequest, Plan | None]] = field(default_factory=list)
+    asked: list[tuple[CommentRequest, Plan | None, str]] = field(default_factory=list)
     """The regenerations asked to address it, each with the version it wrote (None: not yet,
-    or it failed)."""
+    or it failed) and what it regenerated ("Step 1", "the whole plan")."""
 
     @property
     def is_open(self) -> bool:
@@ -186,9 +186,14 @@ def threads(session: PlanningSession, plan: Plan) -> list[Thread]:
     requests = CommentRequest.objects.filter(session=session).select_related("base", "message")
     for request in requests.prefetch_related("comments"):
         result = written_by(request, plans)
+        what = (
+            section_info(request.base.structured, request.section).label
+            if request.section
+            else "the whole plan"
+        )
         for c in request.comments.all():
             if c.pk in found:
-                found[c.pk].asked.append((request, result))
+                found[c.pk].asked.append((request, result, what))
     return list(found.values())
 
 

@@ -120,13 +120,14 @@ def comments_context(session: PlanningSession, plan: Plan, editable: bool) -> di
     shown = [g for g in [*groups.values(), *lines.values()] if g["threads"]]
     for group in shown:
         group["open"] = sum(1 for t in group["threads"] if t.is_open)
-    addressed = [t.comment.pk for t in found if any(result == plan for _, result in t.asked)]
+    addressed = [t.comment.pk for t in found if any(result == plan for _, result, _ in t.asked)]
     commenting = plan_comments.can_comment(session.owner, session)
     return {
         "comment_groups": shown,
         "outdated_threads": outdated,
         "comment_count": len(found),
         "open_comment_count": sum(1 for t in found if t.is_open and not t.placement.outdated),
+        "outdated_count": len(outdated),
         "can_comment": commenting,
         "comment_targets": [(info.key, info.label) for info in infos]
         + [(f"line:{line}", line) for line in comments.cited_lines(data)],

@@ -65,6 +65,13 @@ def test_a_step_without_a_definition_is_found_by_most_of_its_words():
     assert placed.how == "similar text (7 of 8 words)"  # "one" is new, "a" is gone
 
 
+def test_a_step_without_a_definition_left_as_it_was_is_the_same_step():
+    kind, anchor = on("step-3")
+    steps = plan()["steps"]
+    placed = comments.place(kind, anchor, plan(steps=[steps[2], steps[0]]))
+    assert (placed.key, placed.how, placed.changed) == ("step-1", "same title and detail", False)
+
+
 def test_a_step_whose_definition_is_gone_and_words_mostly_differ_is_outdated():
     kind, anchor = on("step-3")
     steps = plan()["steps"]

@@ -54,7 +54,7 @@ def test_the_owner_comments_on_a_step_a_section_and_a_cited_line(client, user, s
     html = page(client, session)
     assert "Count per IP too." in html and "Test the reset." in html
     assert "Cited line <code>todo/api.py:27</code>" in html
-    assert "3 open of 3" in html
+    assert "3 open · 3 threads" in html
 
 
 def test_a_line_the_version_does_not_cite_is_refused(client, user, session):
@@ -95,12 +95,13 @@ def test_a_new_version_carries_the_comment_to_the_same_step_or_marks_it_outdated
     save_version(v1, data, kind=Plan.Author.HUMAN, author=user, note="Edited Steps")
     html = page(client, session, 2)
     assert '<a href="#section-step-2">Step 2</a>' in html
+    assert "1 open · 1 outdated · 2 threads" in html  # an outdated one is not counted open
     carried, outdated = html.split('class="comment-group outdated"')
     assert "Count per IP too." in carried and "here by same definition" in carried
     assert "Use the audit log." in outdated and ">outdated<" in outdated
     # Nothing was dropped: the old version still shows both where they were written.
     old = page(client, session, 1)
-    assert "2 open of 2" in old
+    assert "2 open · 2 threads" in old
     # The old version is read-only: its threads are shown, comments go on the latest.
     assert "<textarea" not in old and "comment, answer and resolve on" in old
     comment(client, session, "summary", "Too late.", version=1)

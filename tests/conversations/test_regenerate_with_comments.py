@@ -93,7 +93,7 @@ def test_regenerating_a_step_with_its_comments_prompts_each_open_one_and_no_reso
     html = browser.get(reverse("conversations:plan", args=[session.pk])).content.decode()
     addressed = f'<a href="#comment-{per_ip.pk}">#{per_ip.pk}</a>, <a href="#comment-{line.pk}">'
     assert f"v2 was asked to address {addressed}" in html
-    assert html.count("</a> was asked to address it") == 2
+    assert html.count("</a> was asked to address it (regenerating Step 1 of v1).") == 2
 
 
 @pytest.mark.django_db
