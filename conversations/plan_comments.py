@@ -184,8 +184,9 @@ def threads(session: PlanningSession, plan: Plan) -> list[Thread]:
             found[c.parent_id].replies.append(c)
     plans = {p.version: p for p in session.plans.all()}
     requests = CommentRequest.objects.filter(session=session).select_related("base", "message")
+    finished = finished_turns(session.pk)
     for request in requests.prefetch_related("comments"):
-        result = written_by(request, plans)
+        result = written_by(request, plans, finished)
         what = (
             section_info(request.base.structured, request.section).label
             if request.section
@@ -197,14 +198,24 @@ def threads(session: PlanningSession, plan: Plan) -> list[Thread]:
     return list(found.values())
 
 
-def written_by(request: CommentRequest, plans: dict[int, Plan]) -> Plan | None:
+def written_by(
+    request: CommentRequest, plans: dict[int, Plan], finished: set[str] | None = None
+) -> Plan | None:
     """The version a request wrote: the first version after its base, written after the
-    request, by what the request started (a regeneration of that section for a section, whose
-    version is the base's successor or nothing, agents.plan_writer; the agents' workflow for a
-    Revise)."""
+    request, by what the request started. For a section, the base's successor if it is a
+    regeneration of that section and this request's Agent A turn finished (agents.plan_writer
+    writes nothing else; its turn key is "regenerate:<the request's seq>"): a request whose
+    job failed before its turn is not credited with the version a second request wrote, as
+    it was on the page once. For a Revise, the agents' first version after it. `finished`: the
+    session's finished turn keys, when the caller has them."""
     later = sorted(
         (p for v, p in plans.items() if v > request.base.version), key=lambda p: p.version
     )
+    if request.section:
+        if finished is None:
+            finished = finished_turns(request.session_id)
+        if f"regenerate:{request.message.seq}" not in finished:
+            return None
     for plan in later:
         if plan.created_at < request.message.created_at:
             continue
@@ -217,6 +228,14 @@ def written_by(request: CommentRequest, plans: dict[int, Plan]) -> Plan | None:
         if plan.author_kind == Plan.Author.AGENT:
             return plan
     return None
+
+
+def finished_turns(session_id: int) -> set[str]:
+    """The turn keys of the session's finished agent turns."""
+    rows = Message.objects.filter(
+        session_id=session_id, turn_key__isnull=False, state=Message.State.COMPLETE
+    ).values_list("turn_key", flat=True)
+    return {key for key in rows if key}
 
 
 def open_threads(session: PlanningSession, plan: Plan, key: str | None = None) -> list[Thread]:
