@@ -5,6 +5,7 @@ same function serves the live stream and the final document."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,23 @@ def _text(value: Any) -> str:
     """A model-written string on one line: a line break in it could start a block of its own
     (a heading, a table row) in the document we are rendering."""
     return " ".join(value.split()) if isinstance(value, str) else ""
+
+
+def _closed(text: str) -> str:
+    """`text` with a code span it opens and never closes closed at its end. The requests walk's
+    step title was cut after "in `requests/structures", and its backtick paired with the next
+    one, in the detail, so the rest of the step showed its code as prose and its prose as code.
+    Only for whole text: closing a span still streaming would redraw the live plan each token."""
+    opened = 0
+    for run in _BACKTICKS.findall(text):
+        if not opened:
+            opened = len(run)
+        elif len(run) == opened:
+            opened = 0
+    return text + "`" * opened
+
+
+_BACKTICKS = re.compile(r"`+")
 
 
 def code_span(text: str) -> str:
@@ -163,10 +181,11 @@ def _steps(steps: list[Any], paths: FileSet, *, complete: bool) -> list[str]:
     for number, step in enumerate(steps, 1):
         if not isinstance(step, dict) or (not complete and "detail" not in step):
             continue  # wait until the title is whole
-        title = _text(step.get("title")) or f"Step {number}"
-        detail = _text(step.get("detail"))
-        lines.append(f"{number}. **{title}**" + (f" — {detail}" if detail else ""))
         last = number == len(steps)
+        title = _closed(_text(step.get("title"))) or f"Step {number}"  # whole once "detail" is
+        detail = _text(step.get("detail"))
+        detail = _closed(detail) if complete or not last else detail
+        lines.append(f"{number}. **{title}**" + (f" — {detail}" if detail else ""))
         files = _step_files(_items(step, "files"), paths)
         if files and (complete or not last):
             lines.append("   Files: " + ", ".join(code_span(f) for f in files))

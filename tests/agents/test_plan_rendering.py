@@ -176,3 +176,18 @@ def test_a_plan_on_a_compressed_pack_says_its_line_numbers_are_the_packs():
     markdown = render_plan(PLAN, FileSet(PATHS, line_note=note), title="Rate limit")
     assert markdown.startswith(f"# Plan: Rate limit\n\n> **Line numbers.** {note}\n\n## Summary")
     assert "Line numbers" not in render_plan(PLAN, PATHS, title="Rate limit")
+
+
+def test_a_code_span_a_step_leaves_open_is_closed_at_its_end():
+    # The requests walk (local-1.5b): a title cut after "in `requests/structures" paired its
+    # backtick with the detail's, and the page showed the step's code as prose.
+    step = {
+        "title": "Put the header back in `requests/structures",
+        "detail": "Add the `Authorization` header again (see `todo/auth.py:5`).",
+        "files": [],
+    }
+    text = render_plan({"steps": [step], "files": []}, PATHS, title="t")
+    html = MarkdownIt().render(text)
+    assert "<code>requests/structures</code>" in html
+    assert "<code>Authorization</code>" in html and "<code>todo/auth.py:5</code>" in html
+    assert "<code>``" not in html
