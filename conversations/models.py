@@ -240,12 +240,23 @@ class ShareLinkQuerySet(models.QuerySet["ShareLink"]):
 
 class ShareLink(models.Model):
     """A read-only link to a session's plan for people without an account. Only the sha256 of
-    the token is kept: the owner sees the token once, when the link is created."""
+    the token is kept: the owner sees the token once, when the link is created. What the link
+    shows is fixed when it is made (conversations.sharing): one version or always the latest,
+    with or without the codebase's rules and the investigation's evidence."""
 
     session = models.ForeignKey(
         PlanningSession, on_delete=models.CASCADE, related_name="share_links"
     )
-    """The session whose plan, versions and evidence the link shows."""
+    """The session whose plan the link shows."""
+    pinned_plan = models.ForeignKey(
+        Plan, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    """The one version the link shows; empty: always the latest (and every earlier one).
+    Deleting the version deletes the link, so it never falls back to showing another."""
+    shows_rules = models.BooleanField(default=False)
+    """Whether the plan's Rules and Pinned context sections appear on the shared page."""
+    shows_evidence = models.BooleanField(default=False)
+    """Whether the investigation's evidence (its code excerpts, [E1]…) appears on the page."""
     token_hash = models.CharField(max_length=64, unique=True)
     """Hex sha256 of the token in the link; the token itself is never stored."""
     expires_at = models.DateTimeField(null=True, blank=True)

@@ -96,7 +96,12 @@ def share_create(request: HttpRequest, session_id: int) -> HttpResponse:
     """Create a read-only link and show it, this once, on the plan page: only its hash is
     kept, so the response is not cached and a reload does not show it again."""
     try:
-        created = sharing.create_link(request.user, session_id, request.POST.get("expiry", ""))
+        created = sharing.create_link(
+            request.user,
+            session_id,
+            request.POST.get("expiry", ""),
+            sharing.ShareChoices.from_form(request.POST),
+        )
     except sharing.ShareLinkNotFound:
         raise Http404("No such session") from None
     except sharing.ShareLinkError as exc:
@@ -108,7 +113,9 @@ def share_create(request: HttpRequest, session_id: int) -> HttpResponse:
     response = render(
         request,
         "conversations/plan.html",
-        page_context(session, plan, share_created=request.build_absolute_uri(url)),
+        page_context(
+            session, plan, share_created=request.build_absolute_uri(url), share_link=created.link
+        ),
     )
     response["Cache-Control"] = "no-store"
     return response
@@ -131,22 +138,19 @@ def plan_shared(request: HttpRequest, token: str) -> HttpResponse:
     """The public, read-only plan behind a share link: no login, no way into the rest of the
     app. Citations are not linked (the code pages need an account)."""
     try:
-        link = sharing.resolve(token)
+        shared = sharing.shared_plan(sharing.resolve(token), request.GET.get("version", ""))
     except sharing.ShareLinkNotFound:
         raise Http404("No such link") from None
-    session = link.session
-    plan = _plan_or_404(request, session)
     response = render(
         request,
         "conversations/shared_plan.html",
         {
-            "title": session.title,
-            "plan": plan,
-            "plan_html": render_markdown(plan.markdown),
-            "versions": session.plans.order_by("version"),
+            "title": shared.link.session.title,
+            "shared": shared,
+            "plan": shared.plan,
+            "plan_html": render_markdown(shared.markdown),
             "evidence": [
-                {"message": m, "html": render_markdown(m.content)}
-                for m in sharing.evidence(session)
+                {"message": m, "html": render_markdown(m.content)} for m in shared.evidence
             ],
         },
     )

@@ -1,6 +1,6 @@
-"""Read-only share links: the token opens one session's plan, versions and evidence to anyone,
-and nothing else; revoked, expired or made-up tokens open nothing; only the owner creates and
-revokes links, and only the token's hash is stored."""
+"""Read-only share links: the token opens one session's plan to anyone (what of it: see
+test_share_link_pins.py), and nothing else; revoked, expired or made-up tokens open nothing; only
+the owner creates and revokes links, and only the token's hash is stored."""
 
 from __future__ import annotations
 
@@ -56,9 +56,13 @@ def owner_client(client, user):
     return client
 
 
-def _create(client: Client, session: PlanningSession, expiry: str = "never"):
+def _create(client: Client, session: PlanningSession, expiry: str = "never", **choices: str):
     url = reverse("conversations:plan_share", args=[session.pk])
-    return client.post(url, {"expiry": expiry})
+    return client.post(url, {"expiry": expiry, **choices})
+
+
+# What links made before pins showed, and still show (migration 0008).
+EVERYTHING = {"pin": "latest", "shows_rules": "1", "shows_evidence": "1"}
 
 
 def _shared(token: str) -> str:
@@ -122,8 +126,10 @@ def test_the_token_is_not_stored_raw(owner_client, session):
     assert sharing.hash_token(token) in dump
 
 
-def test_a_valid_link_shows_the_plan_versions_and_evidence_to_anyone(owner_client, session):
-    token = _token(_create(owner_client, session))
+def test_an_always_latest_link_shows_the_plan_versions_and_evidence_to_anyone(
+    owner_client, session
+):
+    token = _token(_create(owner_client, session, **EVERYTHING))
     anonymous = Client()
     response = anonymous.get(_shared(token))
     assert response.status_code == 200
@@ -138,7 +144,8 @@ def test_a_valid_link_shows_the_plan_versions_and_evidence_to_anyone(owner_clien
 
 
 def test_the_shared_page_sanitizes_the_plan_and_the_evidence(owner_client, session):
-    token = _token(_create(owner_client, session))
+    token = _token(_create(owner_client, session, **EVERYTHING))
+    assert "E1" in Client().get(_shared(token)).content.decode()
     page = Client().get(_shared(token)).content.decode()
     parser = _Hrefs()
     parser.feed(page)
@@ -147,8 +154,9 @@ def test_the_shared_page_sanitizes_the_plan_and_the_evidence(owner_client, sessi
     assert "&lt;script&gt;alert" in page  # shown as text, not run
 
 
-def test_the_shared_page_holds_no_way_into_the_app(owner_client, session, other_user):
-    token = _token(_create(owner_client, session))
+@pytest.mark.parametrize("choices", [{}, EVERYTHING], ids=["pinned", "always-latest"])
+def test_the_shared_page_holds_no_way_into_the_app(owner_client, session, other_user, choices):
+    token = _token(_create(owner_client, session, **choices))
     other = Client()
     other.force_login(other_user)
     for client in (Client(), other, owner_client):
@@ -194,8 +202,9 @@ def test_a_tampered_token_is_not_found(owner_client, session, tamper):
 
 def test_a_token_shows_its_own_session_and_none_other(owner_client, session, other_user):
     theirs = _session(other_user, "Someone else's", "# Their secret plan\n", "# v2\n", "# v3\n")
-    their_token = sharing.create_link(other_user, theirs.pk, "never").token
-    token = _token(_create(owner_client, session))
+    always_latest = sharing.ShareChoices(pin="latest")
+    their_token = sharing.create_link(other_user, theirs.pk, "never", always_latest).token
+    token = _token(_create(owner_client, session, pin="latest"))
     page = Client().get(_shared(token)).content.decode()
     assert "Their secret plan" not in page
     # Version 3 exists, but only in the other session.
