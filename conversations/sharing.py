@@ -189,10 +189,10 @@ def shared_plan(link: ShareLink, version: str = "") -> SharedPlan:
         newer = plans.filter(version__gt=pinned.version).count()
     else:
         versions = list(plans)
-        found = [p for p in versions if p.version == asked] if asked is not None else versions[-1:]
-        if not found:
+        matching = [p for p in versions if p.version == asked] if asked is not None else versions
+        if not matching:
             raise ShareLinkNotFound("No such version.")
-        plan, newer = found[0], 0
+        plan, newer = matching[-1], 0
     withheld = []
     markdown = plan.markdown
     if not link.shows_rules:
