@@ -294,7 +294,8 @@ def planted_session(user, codebase, marker: str, payload: str):  # type: ignore[
     }  # fmt: skip
     markdown, structured = build_version(data, codebase, title=session.title, task=session.task)
     Plan.objects.create(session=session, version=1, markdown=markdown, structured=structured)
-    token = sharing.create_link(user, session.pk, "never").token
+    everything = sharing.ShareChoices(pin="latest", shows_rules=True, shows_evidence=True)
+    token = sharing.create_link(user, session.pk, "never", everything).token
     return session, token
 
 

@@ -148,6 +148,10 @@ def world(tmp_path_factory, browser) -> Iterator[World]:
 
         page.goto(f"{server.url}/sessions/{world.session}/plan/")
         page.select_option(".plan-share select[name=expiry]", "never")
+        # Everything a link can show, so the hostile rules and evidence are on the page.
+        page.check(".plan-share input[name=pin][value=latest]")
+        page.check(".plan-share input[name=shows_rules]")
+        page.check(".plan-share input[name=shows_evidence]")
         page.click(".plan-share button[type=submit]")
         link = page.locator("input[aria-label='Share link']").input_value()
         world.shared = "/sessions/s/" + link.split("/sessions/s/", 1)[1]

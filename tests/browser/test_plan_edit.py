@@ -117,6 +117,7 @@ def test_a_human_edits_a_section_sees_version_2_and_its_diff_and_exports_it(serv
     # Share a read-only link and open it in a fresh browser with no account: the plan is
     # there, every version is one click away, and no other page of the app is reachable.
     page.goto(plan_url)
+    page.check(".plan-share input[name=pin][value=latest]")  # every version, not one pinned
     page.click(".plan-share button:has-text('Create link')")
     link = page.locator(".plan-share input[aria-label='Share link']").input_value()
     assert link.startswith(server.url + "/sessions/s/")
