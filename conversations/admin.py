@@ -17,7 +17,17 @@ from conversations.admin_review import (
     usage_html,
     versions_html,
 )
-from conversations.models import Message, Plan, PlanningSession, PlanningState, ShareLink
+from conversations.models import (
+    CommentRequest,
+    Message,
+    Plan,
+    PlanComment,
+    PlanningSession,
+    PlanningState,
+    Reviewer,
+    ShareLink,
+    SignOff,
+)
 from conversations.rendering import render_markdown
 from conversations.sharing import revoke
 
@@ -234,3 +244,45 @@ class ShareLinkAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records staff read (and may delete) but never write: each is made on the plan page by
+    the people it concerns."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(PlanComment)
+class PlanCommentAdmin(ReadOnlyAdmin):
+    list_display = ("pk", "session", "plan", "author", "anchor_kind", "status", "created_at")
+    list_filter = ("status", "anchor_kind")
+    search_fields = ("text", "session__title", "author__username")
+    list_select_related = ("session", "plan__session", "author")
+
+
+@admin.register(CommentRequest)
+class CommentRequestAdmin(ReadOnlyAdmin):
+    list_display = ("pk", "session", "base", "section", "created_at")
+    search_fields = ("session__title",)
+    list_select_related = ("session", "base__session")
+
+
+@admin.register(Reviewer)
+class ReviewerAdmin(ReadOnlyAdmin):
+    list_display = ("user", "role", "session", "codebase", "invited_by", "created_at")
+    list_filter = ("role",)
+    search_fields = ("user__username", "session__title", "codebase__name")
+    list_select_related = ("user", "session", "codebase", "invited_by")
+
+
+@admin.register(SignOff)
+class SignOffAdmin(ReadOnlyAdmin):
+    list_display = ("reviewer", "verdict", "plan", "session", "created_at")
+    list_filter = ("verdict",)
+    search_fields = ("reviewer__username", "session__title", "note")
+    list_select_related = ("reviewer", "plan__session", "session")

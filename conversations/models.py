@@ -5,6 +5,13 @@ from django.utils import timezone
 from rag.models import Codebase
 
 
+class ApprovalRule(models.TextChoices):
+    """Which approvers' sign-offs make a plan approved (conversations.reviewers)."""
+
+    ANY = "any", "Any approver"
+    ALL = "all", "All approvers"
+
+
 class PlanningSession(models.Model):
     class Mode(models.TextChoices):
         PLANNING = "planning", "Planning workflow"
@@ -63,6 +70,8 @@ class PlanningSession(models.Model):
     """LLM tokens (read + written) used so far."""
     error = models.TextField(blank=True)
     """Why the session failed, if it did."""
+    approval_rule = models.CharField(max_length=3, choices=ApprovalRule.choices, default="any")
+    """When invited approvers make the plan approved: any one of them, or all of them."""
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     """Last sign of life from the job running the session; a stale one means it died."""
     created_at = models.DateTimeField(auto_now_add=True)
@@ -364,3 +373,81 @@ class CommentRequest(models.Model):
 
     def __str__(self) -> str:
         return f"Comment request {self.pk} on {self.base}"
+
+
+class Reviewer(models.Model):
+    """A user the owner invited to review one session's plan or every plan of a codebase, with
+    a role: a viewer reads, a commenter also comments, an approver also signs off. Only the
+    owner runs, edits, shares or invites (conversations.permissions)."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "Viewer"
+        COMMENTER = "commenter", "Commenter"
+        APPROVER = "approver", "Approver"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="reviews"
+    )
+    """Who was invited."""
+    role = models.CharField(max_length=10, choices=Role.choices)
+    """What they may do: read, also comment, or also sign off."""
+    session = models.ForeignKey(
+        PlanningSession, null=True, blank=True, on_delete=models.CASCADE, related_name="reviewers"
+    )
+    """The one session whose plan they review; empty when the invitation is for a codebase."""
+    codebase = models.ForeignKey(
+        Codebase, null=True, blank=True, on_delete=models.CASCADE, related_name="reviewers"
+    )
+    """The codebase every plan of which they review; empty when it is for one session."""
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    """The owner who invited them."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When they were invited."""
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(session__isnull=True) ^ models.Q(codebase__isnull=True),
+                name="reviewer_one_scope",
+            ),
+            models.UniqueConstraint(fields=["user", "session"], name="reviewer_once_per_session"),
+            models.UniqueConstraint(fields=["user", "codebase"], name="reviewer_once_per_codebase"),
+        ]
+
+    def __str__(self) -> str:
+        scope = self.session or self.codebase
+        return f"{self.user} ({self.role}) on {scope}"
+
+
+class SignOff(models.Model):
+    """An approver's verdict on one plan version. Each verdict is a new row (the history);
+    an approver's current verdict is their newest, and it counts only for the version it names:
+    a newer version resets it."""
+
+    class Verdict(models.TextChoices):
+        APPROVE = "approve", "Approved"
+        CHANGES = "changes", "Requested changes"
+
+    session = models.ForeignKey(PlanningSession, on_delete=models.CASCADE, related_name="sign_offs")
+    """The session whose plan was signed off."""
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="sign_offs")
+    """The version the verdict applies to."""
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_offs"
+    )
+    """The approver who gave it."""
+    verdict = models.CharField(max_length=10, choices=Verdict.choices)
+    """Approve or Request changes."""
+    note = models.TextField(blank=True)
+    """What the approver said with it (plain text, shown escaped)."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When it was given."""
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer} {self.verdict} {self.plan}"

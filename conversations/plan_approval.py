@@ -24,6 +24,8 @@ from agents.plan_sections import SectionInfo, sections_of
 from conversations import services
 from conversations.admin_review import record_review
 from conversations.models import Plan, PlanningSession
+from conversations.permissions import can_act_in_session
+from conversations.reviewers import approvers_of, sign_offs
 
 HELD_BY_STAFF = (Plan.Review.CHANGES_REQUESTED, Plan.Review.REJECTED)
 """Review outcomes only staff may turn into an approval of the same version."""
@@ -69,6 +71,11 @@ def approve_plan(user: Any, session_id: int, version: int) -> Plan:
         previous = plan.review_status
         if previous == Plan.Review.APPROVED:
             return plan
+        if approvers_of(session):
+            raise ApprovalError(
+                "This plan has approvers: it is approved when their sign-offs meet your rule "
+                "(any or all of them). Remove the approvers to approve it yourself."
+            )
         if not can_approve(user, plan):
             raise ApprovalError(
                 f"A reviewer marked v{plan.version} “{plan.get_review_status_display()}”; "
@@ -89,14 +96,22 @@ def approve_plan(user: Any, session_id: int, version: int) -> Plan:
     return plan
 
 
-def approval_context(plan: Plan, latest: int | None) -> dict[str, Any]:
-    """What the plan page says about the version's approval, and whether it offers Approve."""
+def approval_context(plan: Plan, latest: int | None, viewer: Any = None) -> dict[str, Any]:
+    """What the plan page says about the version's approval, and whether it offers Approve:
+    to the owner (`viewer`, by default), when no approver was invited (else their sign-offs
+    and the owner's rule decide, conversations.reviewers)."""
     unapproved = unapproved_sections(plan)
-    owner = plan.session.owner
+    session = plan.session
+    viewer = session.owner if viewer is None else viewer
+    signed = sign_offs(session)
     return {
         "unapproved": unapproved,
         "unapproved_labels": ", ".join(info.label for info in unapproved),
         "latest_version": latest,
-        "can_approve_plan": latest == plan.version and can_approve(owner, plan),
+        "can_approve_plan": latest == plan.version
+        and can_act_in_session(viewer, session)
+        and not signed.verdicts
+        and can_approve(viewer, plan),
         "held_by_staff": plan.review_status in HELD_BY_STAFF,
+        "sign_offs": signed,
     }

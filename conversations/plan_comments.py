@@ -14,8 +14,16 @@ from django.utils import timezone
 
 from agents.plan_sections import SectionError, section_info, section_text
 from conversations import comments, services
-from conversations.models import CommentRequest, Message, Plan, PlanComment, PlanningSession
-from conversations.permissions import can_act_in_session
+from conversations.models import (
+    CommentRequest,
+    Message,
+    Plan,
+    PlanComment,
+    PlanningSession,
+    Reviewer,
+)
+from conversations.permissions import can_comment_on_plan
+from conversations.reviewers import get_plan_session_for
 
 MAX_COMMENT_CHARS = 4000
 PROMPT_COMMENT_CHARS = 600
@@ -29,9 +37,9 @@ class CommentError(Exception):
 
 
 def can_comment(user: AbstractBaseUser | AnonymousUser, session: PlanningSession) -> bool:
-    """Who may write, answer and regenerate with comments on the session's plan: its owner
-    (reviewer roles will widen this one function)."""
-    return can_act_in_session(user, session)
+    """Who may write and answer comments on the session's plan: its owner and the reviewers
+    invited as commenters or approvers (regenerating with them stays the owner's)."""
+    return can_comment_on_plan(user, session)
 
 
 def can_resolve(user: AbstractBaseUser | AnonymousUser, thread: PlanComment) -> bool:
@@ -44,7 +52,7 @@ def can_resolve(user: AbstractBaseUser | AnonymousUser, thread: PlanComment) -> 
 
 
 def _session(user: Any, session_id: int) -> PlanningSession:
-    session = services.get_session_for(user, session_id)
+    session = get_plan_session_for(user, session_id, Reviewer.Role.COMMENTER)
     if not can_comment(user, session):
         raise services.SessionNotFound("That session does not exist.")
     return session
@@ -290,8 +298,8 @@ def record_request(
 def revise_with_comments(user: Any, session_id: int) -> CommentRequest:
     """Revise the latest plan with its open comments as the change request: the workflow runs
     the proposal, review and validation again on them (conversations.services.revise, then
-    request_changes), and the approved result is the next version."""
-    session = _session(user, session_id)
+    request_changes), and the approved result is the next version. The owner's alone."""
+    session = services.get_session_for(user, session_id)
     plan = session.plans.order_by("-version").first()
     if plan is None:
         raise CommentError("This session has no plan yet.")

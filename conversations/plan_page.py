@@ -9,10 +9,12 @@ from typing import Any
 
 from agents.plan_sections import section_text, sections_of
 from conversations import comments, plan_comments
-from conversations.models import Plan, PlanningSession
+from conversations.models import ApprovalRule, Plan, PlanningSession, Reviewer, SignOff
+from conversations.permissions import OWNER, can_sign_off, plan_role
 from conversations.plan_approval import approval_context
 from conversations.plan_diff import sections
 from conversations.rendering import render_markdown
+from conversations.reviewers import SCOPES, reviewers_of
 from conversations.services import can_revise
 from conversations.store import file_url_prefix
 
@@ -42,8 +44,15 @@ def checks(plan: Plan) -> dict[str, Any]:
     }
 
 
-def page_context(session: PlanningSession, plan: Plan, **extra: Any) -> dict[str, Any]:
-    """The plan page's context for `plan` (extra: editing, edit_text, preview_html, diff…)."""
+def page_context(
+    session: PlanningSession, plan: Plan, *, viewer: Any = None, **extra: Any
+) -> dict[str, Any]:
+    """The plan page's context for `plan` as `viewer` (the owner, by default) may use it: the
+    owner gets every control, a reviewer what their role allows (conversations.permissions).
+    `extra`: editing, edit_text, preview_html, diff…"""
+    viewer = session.owner if viewer is None else viewer
+    role = plan_role(viewer, session)
+    is_owner = role == OWNER
     prefix = file_url_prefix(session.codebase_id)
     latest = session.plans.order_by("-version").values_list("version", flat=True).first()
     editable = latest == plan.version
@@ -75,14 +84,18 @@ def page_context(session: PlanningSession, plan: Plan, **extra: Any) -> dict[str
         "head_html": render_markdown(head, file_url_prefix=prefix) if head else "",
         "plan_sections": groups,
         "editable": editable,
-        # The page is the owner's alone (the views 404 for anyone else).
-        "can_revise": editable and can_revise(session.owner, session),
+        "role": role,
+        "is_owner": is_owner,
+        # Editing, approving and regenerating sections: the owner's alone.
+        "can_edit": editable and is_owner,
+        "can_revise": editable and can_revise(viewer, session),
         "checks": checks(plan),
         "versions": versions,
         "approved_count": len(approved),
         "section_count": sum(len(g["controls"]) for g in groups),
-        **approval_context(plan, latest),
-        **comments_context(session, plan, editable),
+        **approval_context(plan, latest, viewer),
+        **comments_context(session, plan, editable, viewer),
+        **reviewers_context(session, plan, viewer, editable, is_owner),
         **extra,
     }
 
@@ -95,7 +108,9 @@ def editor_context(plan: Plan, key: str, text: str | None = None) -> dict[str, A
     return {"editing": key, "edit_text": section_text(data, key) if text is None else text}
 
 
-def comments_context(session: PlanningSession, plan: Plan, editable: bool) -> dict[str, Any]:
+def comments_context(
+    session: PlanningSession, plan: Plan, editable: bool, viewer: Any = None
+) -> dict[str, Any]:
     """The comment threads placed in version `plan`, grouped by the section (or cited line)
     they sit on in document order, the outdated ones last; what can be commented on; and what
     this version was asked to address."""
@@ -121,7 +136,8 @@ def comments_context(session: PlanningSession, plan: Plan, editable: bool) -> di
     for group in shown:
         group["open"] = sum(1 for t in group["threads"] if t.is_open)
     addressed = [t.comment.pk for t in found if any(result == plan for _, result, _ in t.asked)]
-    commenting = plan_comments.can_comment(session.owner, session)
+    viewer = session.owner if viewer is None else viewer
+    commenting = plan_comments.can_comment(viewer, session)
     return {
         "comment_groups": shown,
         "outdated_threads": outdated,
@@ -131,6 +147,24 @@ def comments_context(session: PlanningSession, plan: Plan, editable: bool) -> di
         "can_comment": commenting,
         "comment_targets": [(info.key, info.label) for info in infos]
         + [(f"line:{line}", line) for line in comments.cited_lines(data)],
-        "comments_revisable": editable and commenting and can_revise(session.owner, session),
+        "comments_revisable": editable and commenting and can_revise(viewer, session),
         "addressed_here": addressed,
+    }
+
+
+def reviewers_context(
+    session: PlanningSession, plan: Plan, viewer: Any, editable: bool, is_owner: bool
+) -> dict[str, Any]:
+    """The owner's Reviewers panel (who is invited, as what, to what; the approval rule) and
+    whether `viewer` may sign this version off now."""
+    signing = (
+        editable and plan.review_status != Plan.Review.APPROVED and can_sign_off(viewer, session)
+    )
+    return {
+        "reviewers": list(reviewers_of(session)) if is_owner else [],
+        "reviewer_roles": Reviewer.Role.choices,
+        "reviewer_scopes": SCOPES,
+        "approval_rules": ApprovalRule.choices,
+        "can_sign_off": signing,
+        "verdicts": SignOff.Verdict.choices,
     }

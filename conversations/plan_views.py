@@ -1,6 +1,7 @@
-"""The plan page's extras: exports, comparing two versions, share links, finishing the plan
-section by section (approve, edit, regenerate) and approving it as a whole. Each looks the session up for this user
-(404 otherwise), does one thing and renders or redirects."""
+"""The plan page and its extras: exports, comparing two versions, share links, finishing the
+plan section by section (approve, edit, regenerate), approving it as a whole, and its reviewers
+(invite, remove, the approval rule, sign-offs). Each looks the session up for this user and
+what their role allows (404 otherwise), does one thing and renders or redirects."""
 
 from __future__ import annotations
 
@@ -17,15 +18,60 @@ from conversations import (
     plan_approval,
     plan_comments,
     plan_sections,
+    reviewers,
     services,
     sharing,
     store,
 )
-from conversations.models import Plan, PlanningSession
+from conversations.exports import safe_markdown
+from conversations.models import Plan, PlanningSession, Reviewer
 from conversations.plan_diff import diff_plans
 from conversations.plan_page import editor_context, page_context
 from conversations.rendering import render_markdown
 from conversations.views import _plan_or_404, _session_or_404
+
+
+def _readable_or_404(
+    request: HttpRequest, session_id: int, role: str = Reviewer.Role.VIEWER
+) -> PlanningSession:
+    """The session whose plan this user may read (the owner, or a reviewer whose role is at
+    least `role`); 404 for everyone else."""
+    try:
+        return reviewers.get_plan_session_for(request.user, session_id, role)
+    except services.SessionNotFound:
+        raise Http404("No such session") from None
+
+
+@login_required
+def plan_page(request: HttpRequest, session_id: int) -> HttpResponse:
+    """One plan version, section by section, with what this user's role lets them do;
+    `?edit=<section>` opens that section's editor (the owner's)."""
+    session = _readable_or_404(request, session_id)
+    plan = _plan_or_404(request, session)
+    editor = editor_context(plan, request.GET.get("edit", ""))
+    context = page_context(session, plan, viewer=request.user, **editor)
+    if not context["can_edit"]:
+        context.pop("editing", None)
+    return render(request, "conversations/plan.html", context)
+
+
+@login_required
+def plan_download(request: HttpRequest, session_id: int) -> HttpResponse:
+    session = _readable_or_404(request, session_id)
+    plan = _plan_or_404(request, session)
+    # The same policy as the other exports: no live outside link or image in pasted markdown.
+    response = HttpResponse(
+        safe_markdown(plan.markdown), content_type="text/markdown; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="plan-{session.pk}-v{plan.version}.md"'
+    return response
+
+
+@login_required
+def shared_with_me(request: HttpRequest) -> HttpResponse:
+    """The plans other users invited this user to review, with the role each gives."""
+    found = reviewers.shared_with(request.user)
+    return render(request, "conversations/shared.html", {"shared": found})
 
 
 @login_required
@@ -36,7 +82,7 @@ def plan_export(request: HttpRequest, session_id: int, kind: str) -> HttpRespons
     export = export_formats.EXPORTS.get(kind)
     if export is None:
         raise Http404("No such export")
-    session = _session_or_404(request, session_id)
+    session = _readable_or_404(request, session_id)
     plan = _plan_or_404(request, session)
     name = f"plan-{session.pk}-v{plan.version}"
     if request.GET.get("zip"):
@@ -64,7 +110,7 @@ def _version(plans: object, value: str) -> Plan:
 def plan_compare(request: HttpRequest, session_id: int) -> HttpResponse:
     """`?a=1&b=2`: two versions side by side, the older on the left, section by section and
     word by word, each headed with who made it and when."""
-    session: PlanningSession = _session_or_404(request, session_id)
+    session: PlanningSession = _readable_or_404(request, session_id)
     plans = Plan.objects.filter(session=session).select_related("author")
     latest = plans.order_by("-version").first()
     if latest is None:
@@ -351,3 +397,74 @@ def revise_with_comments(request: HttpRequest, session_id: int) -> HttpResponse:
         f"comment{'s' if count != 1 else ''}; approve their proposal to make the next version.",
     )
     return redirect("conversations:detail", session_id=session_id)
+
+
+def _to_reviewers(session_id: int, anchor: str = "reviewers") -> HttpResponse:
+    url = reverse("conversations:plan", kwargs={"session_id": session_id})
+    return redirect(f"{url}#{anchor}")
+
+
+@login_required
+@require_POST
+def reviewer_invite(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Invite a user by name to this plan or to every plan of its codebase (the owner's)."""
+    try:
+        invitation = reviewers.invite(
+            request.user, session_id, request.POST.get("username", ""),
+            request.POST.get("role", ""), request.POST.get("scope", ""),
+        )  # fmt: skip
+    except services.SessionNotFound:
+        raise Http404("No such session") from None
+    except reviewers.ReviewerError as exc:
+        messages.error(request, str(exc))
+    else:
+        where = "this plan" if invitation.session_id else "every plan of this codebase"
+        messages.success(
+            request,
+            f"{invitation.user.get_username()} reviews {where} as "
+            f"{invitation.get_role_display().lower()}.",
+        )
+    return _to_reviewers(session_id)
+
+
+@login_required
+@require_POST
+def reviewer_remove(request: HttpRequest, session_id: int, reviewer_id: int) -> HttpResponse:
+    try:
+        invitation = reviewers.remove(request.user, session_id, reviewer_id)
+    except services.SessionNotFound:
+        raise Http404("No such reviewer") from None
+    messages.success(request, f"{invitation.user.get_username()} no longer reviews it.")
+    return _to_reviewers(session_id)
+
+
+@login_required
+@require_POST
+def approval_rule(request: HttpRequest, session_id: int) -> HttpResponse:
+    try:
+        reviewers.set_rule(request.user, session_id, request.POST.get("rule", ""))
+    except services.SessionNotFound:
+        raise Http404("No such session") from None
+    except reviewers.ReviewerError as exc:
+        messages.error(request, str(exc))
+    return _to_reviewers(session_id)
+
+
+@login_required
+@require_POST
+def sign_off(request: HttpRequest, session_id: int) -> HttpResponse:
+    """An approver's Approve or Request changes on the version on screen (the latest)."""
+    version = _version_number(request)
+    try:
+        made = reviewers.sign_off(
+            request.user, session_id, version, request.POST.get("verdict", ""),
+            request.POST.get("note", ""),
+        )  # fmt: skip
+    except services.SessionNotFound:
+        raise Http404("No such plan") from None
+    except reviewers.ReviewerError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Your verdict on v{version}: {made.get_verdict_display()}.")
+    url = reverse("conversations:plan", kwargs={"session_id": session_id})
+    return redirect(f"{url}?version={version}#sign-offs")

@@ -9,10 +9,11 @@ urlpatterns = [
     path("new/", views.new_session, name="new"),
     path("models/", views.models_help, name="models"),
     path("<int:session_id>/", views.session_detail, name="detail"),
-    path("<int:session_id>/plan/", views.plan_page, name="plan"),
+    path("shared/", plan_views.shared_with_me, name="shared"),
+    path("<int:session_id>/plan/", plan_views.plan_page, name="plan"),
     path("<int:session_id>/plan/revalidate/", stale_views.revalidate, name="plan_revalidate"),
     path("<int:session_id>/plan/replan/", stale_views.replan, name="plan_replan"),
-    path("<int:session_id>/plan.md", views.plan_download, name="plan_download"),
+    path("<int:session_id>/plan.md", plan_views.plan_download, name="plan_download"),
     path("<int:session_id>/plan-card/", views.plan_fragment, name="plan_fragment"),
     path("<int:session_id>/stop/", views.stop_session, name="stop"),
     path("<int:session_id>/revise/", views.revise_session, name="revise"),
@@ -58,5 +59,15 @@ urlpatterns = [
         plan_views.share_revoke,
         name="plan_share_revoke",
     ),
+    path(
+        "<int:session_id>/plan/reviewers/", plan_views.reviewer_invite, name="plan_reviewer_invite"
+    ),
+    path(
+        "<int:session_id>/plan/reviewers/<int:reviewer_id>/remove/",
+        plan_views.reviewer_remove,
+        name="plan_reviewer_remove",
+    ),
+    path("<int:session_id>/plan/rule/", plan_views.approval_rule, name="plan_approval_rule"),
+    path("<int:session_id>/plan/sign-off/", plan_views.sign_off, name="plan_sign_off"),
     path("s/<str:token>/", plan_views.plan_shared, name="plan_shared"),
 ]

@@ -6,6 +6,12 @@ nobody. Neither may read anything of the owner's (no response carries MARKER, wh
 in every owned object) or write anything (the database is the same after each request). The
 owner, or staff for admin pages, gets the same URLs: proof that they reach real objects.
 
+The role dimension: the same URLs and methods as each reviewer the owner invited (a viewer, a
+commenter through the codebase, an approver). A row's `role` is the lowest role that gets
+through it; every role below is refused as `other` is, and no role ever sees SECRET (the
+transcript, the trace, the codebase's rules and pins: the owner's alone) or writes anything but
+what the row's `role_writes` names.
+
 A pattern with no row in MATRIX fails the suite: a new URL must say what it serves."""
 
 from __future__ import annotations
@@ -30,13 +36,17 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from agents.models import LLMCall, PlanReviewEvent
 from api.models import ApiToken
 from conversations.models import (
+    CommentRequest,
     Message,
     Plan,
     PlanComment,
     PlanningSession,
     PlanningState,
+    Reviewer,
     ShareLink,
+    SignOff,
 )
+from conversations.permissions import RANKS
 from rag.models import Codebase, CodeFile, Pin, Rule
 from tests.security.packs import indexed_codebase, json_pack
 
@@ -46,6 +56,9 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.django_db
 
 MARKER = "zq7-owner-only-4411"
+SECRET = "zq9-not-for-reviewers-2290"  # in what no reviewer may read, whatever their role
+VIEWER, COMMENTER, APPROVER = Reviewer.Role.values
+ROLES = (VIEWER, COMMENTER, APPROVER)
 METHODS = ("get", "head", "post", "put", "delete")
 LOGIN_PATHS = {"/accounts/login/", "/admin/login/"}
 REFUSED = {403, 404, 405}
@@ -65,6 +78,7 @@ class World:
     owner: Any
     other: Any
     staff: Any
+    reviewers: dict[str, Any]  # role -> the user invited with it
     codebase: Codebase
     failed: Codebase  # indexing failed: a retry would go through for the owner
     code_file: CodeFile
@@ -75,6 +89,8 @@ class World:
     pin: Pin
     call: LLMCall
     review: PlanReviewEvent
+    comment_request: CommentRequest
+    sign_off: SignOff
     group: Group
     attempt: AccessAttempt
     access_log: AccessLog
@@ -89,6 +105,8 @@ class Row:
     query: Callable[[World], str] = lambda w: ""
     seen: int = 200  # what the owner (staff, for STAFF rows; anyone, for PUBLIC) gets on GET
     shows_marker: bool = False  # and whether that page shows the owner's MARKER
+    role: str = ""  # the lowest reviewer role let through (and shown the MARKER); "": none
+    role_writes: frozenset[str] = frozenset()  # the models a role let through may add rows to
 
 
 def _codebase(w: World) -> dict[str, object]:
@@ -122,6 +140,11 @@ def _comment(w: World) -> dict[str, object]:
     return {"session_id": w.session.pk, "comment_id": comment.pk}
 
 
+def _viewer(w: World) -> Reviewer:
+    """The viewer's invitation to the owner's plan."""
+    return Reviewer.objects.get(user=w.reviewers[VIEWER], session=w.session)
+
+
 def _api_token(w: World) -> ApiToken:
     """The owner's API token (made on first use, before any request is judged)."""
     token, _ = ApiToken.objects.get_or_create(owner=w.owner, name=MARKER, digest="0" * 64)
@@ -152,20 +175,25 @@ MATRIX: dict[str, Row] = {
         OBJECT, lambda w: {"pk": w.codebase.pk, "path": w.code_file.path}, shows_marker=True
     ),
     "sessions/": Row(OWN, shows_marker=True),
+    # A reviewer's list of the plans shared with them: empty for the owner.
+    "sessions/shared/": Row(OWN, role=VIEWER),
     "sessions/new/": Row(OWN, query=lambda w: f"?codebase={w.codebase.pk}", shows_marker=True),
     "sessions/models/": Row(OWN),
     "sessions/<int:session_id>/": Row(OBJECT, _session, shows_marker=True),
-    "sessions/<int:session_id>/plan/": Row(OBJECT, _session, shows_marker=True),
+    "sessions/<int:session_id>/plan/": Row(OBJECT, _session, shows_marker=True, role=VIEWER),
     "sessions/<int:session_id>/plan.md": Row(
-        OBJECT, _session, query=lambda w: "?version=1", shows_marker=True
+        OBJECT, _session, query=lambda w: "?version=1", shows_marker=True, role=VIEWER
     ),
     "sessions/<int:session_id>/plan-card/": Row(OBJECT, _session, shows_marker=True),
     "sessions/<int:session_id>/stop/": Row(OBJECT, _session, seen=405),
     "sessions/<int:session_id>/plan/export/<slug:kind>/": Row(
-        OBJECT, lambda w: {"session_id": w.session.pk, "kind": "json"}, shows_marker=True
+        OBJECT,
+        lambda w: {"session_id": w.session.pk, "kind": "json"},
+        shows_marker=True,
+        role=VIEWER,
     ),
     "sessions/<int:session_id>/plan/compare/": Row(
-        OBJECT, _session, query=lambda w: "?a=1&b=1", shows_marker=True
+        OBJECT, _session, query=lambda w: "?a=1&b=1", shows_marker=True, role=VIEWER
     ),
     "sessions/<int:session_id>/plan/share/": Row(OBJECT, _session, seen=405),
     "sessions/<int:session_id>/plan/approve/": Row(OBJECT, _session, seen=405),
@@ -180,14 +208,33 @@ MATRIX: dict[str, Row] = {
         OBJECT, _section, seen=405
     ),
     "sessions/<int:session_id>/plan/write/": Row(OBJECT, _session, seen=405),
-    "sessions/<int:session_id>/plan/comments/": Row(OBJECT, _session, seen=405),
-    "sessions/<int:session_id>/plan/comments/<int:comment_id>/reply/": Row(
-        OBJECT, _comment, seen=405
+    "sessions/<int:session_id>/plan/comments/": Row(
+        OBJECT,
+        _session,
+        seen=405,
+        role=COMMENTER,
+        role_writes=frozenset({"conversations.PlanComment"}),
     ),
+    "sessions/<int:session_id>/plan/comments/<int:comment_id>/reply/": Row(
+        OBJECT,
+        _comment,
+        seen=405,
+        role=COMMENTER,
+        role_writes=frozenset({"conversations.PlanComment"}),
+    ),
+    # Resolving the owner's thread: the owner's, or its author's (tests/conversations).
     "sessions/<int:session_id>/plan/comments/<int:comment_id>/status/": Row(
         OBJECT, _comment, seen=405
     ),
     "sessions/<int:session_id>/plan/comments/revise/": Row(OBJECT, _session, seen=405),
+    "sessions/<int:session_id>/plan/reviewers/": Row(OBJECT, _session, seen=405),
+    "sessions/<int:session_id>/plan/reviewers/<int:reviewer_id>/remove/": Row(
+        OBJECT, lambda w: {"session_id": w.session.pk, "reviewer_id": _viewer(w).pk}, seen=405
+    ),
+    "sessions/<int:session_id>/plan/rule/": Row(OBJECT, _session, seen=405),
+    "sessions/<int:session_id>/plan/sign-off/": Row(
+        OBJECT, _session, seen=405, role=APPROVER, role_writes=frozenset({"conversations.SignOff"})
+    ),
     "sessions/<int:session_id>/revise/": Row(OBJECT, _session, seen=405),
     "sessions/<int:session_id>/trace/<int:call_id>/": Row(
         OBJECT, lambda w: {"session_id": w.session.pk, "call_id": w.call.pk}, shows_marker=True
@@ -239,6 +286,10 @@ ADMIN_MODELS: dict[str, tuple[Callable[[World], object], bool, bool]] = {
     "conversations/planningsession": (lambda w: w.session.pk, False, True),
     "conversations/plan": (lambda w: w.plan.pk, False, True),
     "conversations/sharelink": (lambda w: _share_link(w).pk, False, True),
+    "conversations/plancomment": (lambda w: _comment(w)["comment_id"], False, True),
+    "conversations/commentrequest": (lambda w: w.comment_request.pk, False, True),
+    "conversations/reviewer": (lambda w: _viewer(w).pk, False, True),
+    "conversations/signoff": (lambda w: w.sign_off.pk, False, True),
     "rag/rule": (lambda w: w.rule.pk, True, True),
     "rag/pin": (lambda w: w.pin.pk, True, True),
     "agents/llmcall": (lambda w: w.call.pk, False, False),
@@ -333,13 +384,23 @@ def world(django_user_model) -> World:
     # At the checkpoint: stop, approve and request changes would all go through for the owner.
     PlanningState.objects.create(session=session, current_node="checkpoint")
     Message.objects.create(session=session, seq=1, role="user", content=f"Task {MARKER}")
-    Message.objects.create(session=session, seq=2, role="agent", agent="A", content=MARKER)
+    message = Message.objects.create(
+        session=session, seq=2, role="agent", agent="A", content=f"{MARKER} {SECRET}"
+    )
     plan = Plan.objects.create(
         session=session,
         version=1,
         markdown=f"# Plan\n\n{MARKER}\n",
         structured={"summary": MARKER, "files": []},
     )
+    reviewers = {
+        role: django_user_model.objects.create_user(f"{role}-r", password="review-pass-123")
+        for role in ROLES
+    }
+    # The commenter reaches the plan through the codebase, the others through the session.
+    Reviewer.objects.create(user=reviewers[VIEWER], role=VIEWER, session=session)
+    Reviewer.objects.create(user=reviewers[COMMENTER], role=COMMENTER, codebase=codebase)
+    Reviewer.objects.create(user=reviewers[APPROVER], role=APPROVER, session=session)
     access = {
         "username": owner.username,
         "user_agent": f"agent {MARKER}",
@@ -351,6 +412,7 @@ def world(django_user_model) -> World:
         owner=owner,
         other=other,
         staff=staff,
+        reviewers=reviewers,
         codebase=codebase,
         failed=Codebase.objects.create(
             owner=owner, name=f"failed {MARKER}", status=Codebase.Status.FAILED, error="boom"
@@ -359,13 +421,25 @@ def world(django_user_model) -> World:
         named_file=CodeFile.objects.get(codebase=codebase, path=f"docs/{MARKER}.md"),
         session=session,
         plan=plan,
-        rule=Rule.objects.create(codebase=codebase, text=f"Rule {MARKER}"),
-        pin=Pin.objects.create(codebase=codebase, kind="note", text=f"Pin {MARKER}"),
+        rule=Rule.objects.create(codebase=codebase, text=f"Rule {MARKER} {SECRET}"),
+        pin=Pin.objects.create(codebase=codebase, kind="note", text=f"Pin {MARKER} {SECRET}"),
         call=LLMCall.objects.create(
-            session=session, profile="fake", prompt=[{"role": "user", "content": MARKER}]
+            session=session,
+            profile="fake",
+            prompt=[{"role": "user", "content": f"{MARKER} {SECRET}"}],
         ),
         review=PlanReviewEvent.objects.create(
             plan=plan, reviewer=staff, status="approved", notes=MARKER
+        ),
+        comment_request=CommentRequest.objects.create(
+            session=session, base=plan, section="summary", message=message
+        ),
+        sign_off=SignOff.objects.create(
+            session=session,
+            plan=plan,
+            reviewer=reviewers[APPROVER],
+            verdict="changes",
+            note=f"Note {MARKER}",
         ),
         group=Group.objects.create(name=f"group {MARKER}"),
         # What the login throttle records about the owner: usernames, addresses, agents.
@@ -499,6 +573,45 @@ def attempt(client: Client, user: Any, world: World) -> tuple[int, list[str]]:
     return tried, problems
 
 
+def attempt_as_reviewer(role: str, world: World) -> tuple[int, list[str]]:
+    """Every non-public URL with every method as the reviewer invited with `role`: the rows
+    their role reaches answer as they do for the owner and write only what the row allows;
+    every other row refuses them as it refuses `other`; no response shows SECRET."""
+    user = world.reviewers[role]
+    client = client_for(user)
+    problems: list[str] = []
+    tried = 0
+    for route, row in MATRIX.items():
+        if row.kind == PUBLIC:
+            continue
+        url = build_url(route, row, world)
+        through = bool(row.role) and RANKS[role] >= RANKS[row.role]
+        for method in METHODS:
+            before = snapshot()
+            response = send(client, method, url, world)
+            after = snapshot()
+            tried += 1
+            where = f"{method.upper()} {url} as the {role}"
+            if SECRET.encode() in response.content:
+                problems.append(f"{where}: the response shows the owner's {SECRET}")
+            changes = writes(before, after, user)
+            if through:
+                allowed = tuple(f"new {label} " for label in row.role_writes)
+                changes = [c for c in changes if not c.startswith(allowed)]
+                if method in ("get", "head") and response.status_code != row.seen:
+                    problems.append(f"{where}: {response.status_code}, expected {row.seen}")
+                if method == "post" and response.status_code == 404:
+                    problems.append(f"{where}: 404, the {role} should get through")
+            else:
+                if row.kind in (OBJECT, STAFF) and not refused(response):
+                    problems.append(f"{where}: {response.status_code}, not refused")
+                if leaks(response):
+                    problems.append(f"{where}: the response shows the owner's {MARKER}")
+            problems += [f"{where}: {change}" for change in changes]
+            Codebase.objects.filter(owner=user).delete()  # their own uploads
+    return tried, problems
+
+
 # ---------------------------------------------------------------- the tests
 
 
@@ -533,6 +646,29 @@ def test_another_user_reads_and_writes_nothing_of_the_owners(world):
     tried, problems = attempt(client_for(world.other), world.other, world)
     assert tried == len(METHODS) * sum(row.kind != PUBLIC for row in MATRIX.values())
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_each_reviewer_reaches_what_their_role_allows_and_nothing_else(world, role):
+    tried, problems = attempt_as_reviewer(role, world)
+    assert tried == len(METHODS) * sum(row.kind != PUBLIC for row in MATRIX.values())
+    assert not problems, "\n".join(problems)
+
+
+def test_the_matrix_names_a_role_for_the_plan_and_owner_only_for_the_rest():
+    """The rows a reviewer reaches are the plan's reading, commenting and signing off; the
+    session's own pages, its controls and everything of the codebase stay the owner's."""
+    reached = {route: row.role for route, row in MATRIX.items() if row.role}
+    assert reached == {
+        "sessions/shared/": VIEWER,
+        "sessions/<int:session_id>/plan/": VIEWER,
+        "sessions/<int:session_id>/plan.md": VIEWER,
+        "sessions/<int:session_id>/plan/export/<slug:kind>/": VIEWER,
+        "sessions/<int:session_id>/plan/compare/": VIEWER,
+        "sessions/<int:session_id>/plan/comments/": COMMENTER,
+        "sessions/<int:session_id>/plan/comments/<int:comment_id>/reply/": COMMENTER,
+        "sessions/<int:session_id>/plan/sign-off/": APPROVER,
+    }
 
 
 def test_nobody_logged_out_gets_past_the_login_page(world):
