@@ -124,3 +124,42 @@ class ModelTicket(models.Model):
     def __str__(self) -> str:
         state = "generating" if self.admitted_at else "waiting"
         return f"ticket {self.pk} ({self.purpose}, {state})"
+
+
+class SessionEstimate(models.Model):
+    """What a session was expected to use when it started (agents.estimate), kept so its page
+    and the admin can set it against what it used."""
+
+    session = models.OneToOneField(
+        PlanningSession, on_delete=models.CASCADE, related_name="estimate"
+    )
+    """The session estimated."""
+    mode = models.CharField(max_length=20)
+    """The session's mode when it was estimated."""
+    agent_a_profile = models.CharField(max_length=50)
+    """Agent A's profile the estimate was made for."""
+    agent_b_profile = models.CharField(max_length=50)
+    """Agent B's profile the estimate was made for."""
+    history = models.PositiveIntegerField(default=0)
+    """Finished sessions of the mode on this machine the estimate rests on."""
+    basis = models.CharField(max_length=10, default="none")
+    """history (every step measured), partial (some borrowed or untimed) or none (no history)."""
+    calls = models.FloatField(null=True, blank=True)
+    """Expected LLM calls; empty with no history."""
+    tokens = models.FloatField(null=True, blank=True)
+    """Expected tokens read and written (median), with the p25–p75 range below."""
+    tokens_low = models.FloatField(null=True, blank=True)
+    tokens_high = models.FloatField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+    """Expected model time in seconds (median), with the p25–p75 range below; empty: unknown."""
+    seconds_low = models.FloatField(null=True, blank=True)
+    seconds_high = models.FloatField(null=True, blank=True)
+    cost_usd = models.FloatField(null=True, blank=True)
+    """Expected money over the profiles with a price; empty when none has one."""
+    detail = models.JSONField(default=dict, blank=True)
+    """The steps (node, profile, figures, basis), the money per profile and the notes."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When the estimate was made (the session's start)."""
+
+    def __str__(self) -> str:
+        return f"estimate of session {self.session_id}"
