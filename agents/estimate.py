@@ -447,27 +447,31 @@ def record(session: Any) -> Any:
     An estimate that cannot be made is logged and skipped: it never stops a session."""
     import logging
 
+    from django.db import transaction
+
     from agents.models import SessionEstimate
 
     try:
-        made = for_session(session.mode, session.agent_a_profile, session.agent_b_profile)
-        return SessionEstimate.objects.create(
-            session=session,
-            mode=made.mode,
-            agent_a_profile=made.agent_a,
-            agent_b_profile=made.agent_b,
-            history=made.history,
-            basis=made.basis,
-            calls=made.calls,
-            tokens=made.tokens,
-            tokens_low=made.tokens_low,
-            tokens_high=made.tokens_high,
-            seconds=made.seconds,
-            seconds_low=made.seconds_low,
-            seconds_high=made.seconds_high,
-            cost_usd=made.cost_total,
-            detail=made.as_json(),
-        )
+        # A savepoint: a failed read or write must not spoil a caller's transaction.
+        with transaction.atomic():
+            made = for_session(session.mode, session.agent_a_profile, session.agent_b_profile)
+            return SessionEstimate.objects.create(
+                session=session,
+                mode=made.mode,
+                agent_a_profile=made.agent_a,
+                agent_b_profile=made.agent_b,
+                history=made.history,
+                basis=made.basis,
+                calls=made.calls,
+                tokens=made.tokens,
+                tokens_low=made.tokens_low,
+                tokens_high=made.tokens_high,
+                seconds=made.seconds,
+                seconds_low=made.seconds_low,
+                seconds_high=made.seconds_high,
+                cost_usd=made.cost_total,
+                detail=made.as_json(),
+            )
     except Exception:
         logging.getLogger(__name__).exception("could not estimate session %s", session.pk)
         return None
@@ -477,12 +481,13 @@ def versus(stored: Any) -> dict[str, Any]:
     """A stored estimate against its session's actuals, for the session page and the admin:
     {"rows": [{what, estimate, low, high, actual, error}], "actual", "estimate"}."""
     used = session_actual(stored.session_id)
-    rows = [
-        ("LLM calls", stored.calls, None, None, float(used.calls)),
-        ("Tokens", stored.tokens, stored.tokens_low, stored.tokens_high, float(used.tokens)),
-        ("Model time (s)", stored.seconds, stored.seconds_low, stored.seconds_high, used.seconds),
-        ("Money (USD)", stored.cost_usd, None, None, used.cost_total),
-    ]
+    rows = [  # what, estimate, p25, p75, actual, the figures' format (floatformat)
+        ("LLM calls", stored.calls, None, None, float(used.calls), "0g"),
+        ("Tokens", stored.tokens, stored.tokens_low, stored.tokens_high, float(used.tokens), "0g"),
+        ("Model time (s)", stored.seconds, stored.seconds_low, stored.seconds_high, used.seconds,
+         "0g"),
+        ("Money (USD)", stored.cost_usd, None, None, used.cost_total, "-4g"),
+    ]  # fmt: skip
     return {
         "estimate": stored,
         "actual": used,
@@ -494,8 +499,9 @@ def versus(stored: Any) -> dict[str, Any]:
                 "high": high,
                 "actual": act,
                 "error": ape(est, act),
+                "format": fmt,
             }
-            for what, est, low, high, act in rows
+            for what, est, low, high, act, fmt in rows
         ],  # fmt: skip
     }
 

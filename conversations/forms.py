@@ -96,6 +96,20 @@ class NewSessionForm(forms.Form):
         fallback.initial = ""
         self.fields["max_exchanges"].initial = settings.PLANAGENTS_DEBATE_EXCHANGES
 
+    def estimates(self) -> list[dict[str, Any]]:
+        """The expected calls, tokens, time and money of every mode with both agents on each
+        usable profile, from this machine's history (agents.estimate); the row of the mode and
+        models the form holds now is marked "chosen" and comes first."""
+        from agents import estimate  # noqa: PLC0415 (reads the trace only when the page asks)
+
+        def value(name: str) -> str:
+            return str(self[name].value() or "")
+
+        chosen = (value("mode"), value("agent_a_profile"), value("agent_b_profile"))
+        modes = [m for m, _label in PlanningSession.Mode.choices]
+        rows = estimate.table(modes, sorted(self.available), chosen)
+        return sorted(rows, key=lambda row: not row["chosen"])
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         for name in ("agent_a_profile", "agent_b_profile", "fallback_profile"):
@@ -107,10 +121,11 @@ class NewSessionForm(forms.Form):
 def start_from(form: NewSessionForm) -> PlanningSession:
     """The session a valid new-session form asks for, started for the form's user: the page,
     the API and the MCP server all start one here. Raises services.SessionError."""
+    from agents import estimate  # noqa: PLC0415
     from conversations import services  # noqa: PLC0415 (services imports the models this uses)
 
     data = form.cleaned_data
-    return services.start_session(
+    session = services.start_session(
         form.user,
         codebase=data["codebase"],
         task=data["task"],
@@ -120,6 +135,9 @@ def start_from(form: NewSessionForm) -> PlanningSession:
         max_exchanges=data["max_exchanges"],
         fallback_profile=data.get("fallback_profile") or "",
     )
+    # Made from the sessions before this one, kept so its page can show estimate vs actual.
+    estimate.record(session)
+    return session
 
 
 def problems(form: forms.Form) -> str:

@@ -6,9 +6,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from agents import trace
+from agents import estimate, trace
 from agents.citations import line_note
-from agents.models import LLMCall
+from agents.models import LLMCall, SessionEstimate
 from agents.providers import list_profiles
 from conversations import exports, progress, services, stale, store
 from conversations.forms import NewSessionForm, start_from
@@ -61,7 +61,8 @@ def new_session(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("conversations:detail", session_id=session.pk)
     status = 400 if request.method == "POST" else 200
-    return render(request, "conversations/new.html", {"form": form}, status=status)
+    context = {"form": form, "estimates": form.estimates()}
+    return render(request, "conversations/new.html", context, status=status)
 
 
 def _session_or_404(request: HttpRequest, session_id: int) -> PlanningSession:
@@ -92,8 +93,21 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             "revise_prefill": services.revision_prefill(session),
             "trace": trace.panel(session.pk),
             "code": stale.session_code(session),
+            "estimate": _estimate_versus(session),
         },
     )
+
+
+def _estimate_versus(session: PlanningSession) -> dict[str, object] | None:
+    """The estimate made at the start against what the session used, once it has ended."""
+    stored = SessionEstimate.objects.filter(session=session).first()
+    if stored is None:
+        return None
+    return {**estimate.versus(stored), "ended": session.status in ENDED}
+
+
+ENDED = (PlanningSession.Status.COMPLETED, PlanningSession.Status.STOPPED,
+         PlanningSession.Status.FAILED)  # fmt: skip
 
 
 def ended_label(session: PlanningSession, has_plan: bool, answered: bool) -> str:
