@@ -139,6 +139,6 @@ def test_money_is_per_profile_from_its_prices():
 def test_actuals_and_the_error():
     used = estimate.actual([call("a", ms=1500), call("b", prompt=10, completion=5, ms=500)])
     assert (used.calls, used.tokens, used.seconds) == (2, 1115, 2.0)
-    assert estimate.ape(150, 100) == 50.0
+    assert estimate.ape(150, 100) == 50.0 and estimate.ape(50, 100) == 50.0
     assert estimate.ape(None, 100) is None and estimate.ape(5, 0) is None
     assert estimate.mdape([10.0, None, 30.0, 20.0]) == (20.0, 3)
