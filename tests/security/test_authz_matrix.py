@@ -79,6 +79,7 @@ class World:
     other: Any
     staff: Any
     reviewers: dict[str, Any]  # role -> the user invited with it
+    invitation: Reviewer  # the viewer's
     codebase: Codebase
     failed: Codebase  # indexing failed: a retry would go through for the owner
     code_file: CodeFile
@@ -142,7 +143,7 @@ def _comment(w: World) -> dict[str, object]:
 
 def _viewer(w: World) -> Reviewer:
     """The viewer's invitation to the owner's plan."""
-    return Reviewer.objects.get(user=w.reviewers[VIEWER], session=w.session)
+    return w.invitation
 
 
 def _api_token(w: World) -> ApiToken:
@@ -398,7 +399,7 @@ def world(django_user_model) -> World:
         for role in ROLES
     }
     # The commenter reaches the plan through the codebase, the others through the session.
-    Reviewer.objects.create(user=reviewers[VIEWER], role=VIEWER, session=session)
+    invitation = Reviewer.objects.create(user=reviewers[VIEWER], role=VIEWER, session=session)
     Reviewer.objects.create(user=reviewers[COMMENTER], role=COMMENTER, codebase=codebase)
     Reviewer.objects.create(user=reviewers[APPROVER], role=APPROVER, session=session)
     access = {
@@ -413,6 +414,7 @@ def world(django_user_model) -> World:
         other=other,
         staff=staff,
         reviewers=reviewers,
+        invitation=invitation,
         codebase=codebase,
         failed=Codebase.objects.create(
             owner=owner, name=f"failed {MARKER}", status=Codebase.Status.FAILED, error="boom"
