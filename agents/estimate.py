@@ -130,7 +130,7 @@ class Estimate:
     mode: str
     agent_a: str
     agent_b: str
-    history: int  # finished sessions of the mode it rests on
+    history: int  # finished sessions of the mode that ran on its profiles
     calls: float | None = None
     tokens: float | None = None
     tokens_low: float | None = None
@@ -237,7 +237,9 @@ def estimate(
     measured speed for a node it has no history of (None: such a step's time is unknown);
     `prices` a profile's cost of (prompt, completion) tokens (None: no money figures)."""
     past = [s for s in sessions if s.mode == mode]
-    result = Estimate(mode=mode, agent_a=agent_a, agent_b=agent_b, history=len(past))
+    # The history shown is the sessions that ran on these profiles (the others lend at most).
+    mine = sum(1 for s in past if {s.agent_a, s.agent_b} & {agent_a, agent_b})
+    result = Estimate(mode=mode, agent_a=agent_a, agent_b=agent_b, history=mine)
     if not past:
         result.note = NO_HISTORY.format(mode=mode)
         return result
@@ -283,7 +285,7 @@ def _step(
     prompt, reply = lender.prompt_tokens.median, lender.completion_tokens.median
     seconds = measured.seconds(int(prompt), int(reply)) if measured is not None else None
     ratio = seconds / lender.seconds.median if seconds and lender.seconds.median else None
-    note = f"no history on {profile}: calls and tokens as on {lender.profile}, " + (
+    note = f"calls and tokens as on {lender.profile}, " + (
         f"time at {profile}'s measured speed"
         if seconds is not None
         else "time unknown until the first run measures it"
@@ -312,10 +314,14 @@ def _total(result: Estimate, prices: Callable[[str, int, int], float | None] | N
         result.seconds_low = sum(s.seconds_low or 0.0 for s in steps)
         result.seconds_high = sum(s.seconds_high or 0.0 for s in steps)
     result.basis = "history" if timed and all(s.basis == "history" for s in steps) else "partial"
-    notes = sorted({f"{s.node} on {s.profile}: {s.note}" for s in steps if s.note})
-    if not timed:
-        notes.append("Time unknown: a step has no timed history on its profile yet.")
-    result.note = " ".join(notes)
+    borrowed: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for s in steps:
+        if s.note:
+            borrowed[(s.profile, s.note)].append(s.node)
+    result.note = " ".join(
+        f"No history of {', '.join(nodes)} on {profile}: {note}."
+        for (profile, note), nodes in sorted(borrowed.items())
+    )
     if prices is not None:
         for profile in dict.fromkeys((result.agent_a, result.agent_b)):
             mine = [s for s in steps if s.profile == profile]

@@ -72,7 +72,7 @@ def test_it_keeps_modes_and_profiles_apart():
     debate = estimate.estimate(runs, "debate", "local-1.5b", "local-1.5b")
     assert (debate.calls, debate.seconds, debate.history) == (4.0, 240.0, 1)
     planning = estimate.estimate(runs, "planning", "local-1.5b", "local-1.5b")
-    assert planning.seconds == 30.0 and planning.history == 4
+    assert planning.seconds == 30.0 and planning.history == 3  # gemini's session is not theirs
     remote = estimate.estimate(runs, "planning", "gemini", "gemini")
     analyze = next(s for s in remote.steps if s.node == "analyze")
     assert (analyze.seconds, analyze.basis) == (2.0, "history")
@@ -99,13 +99,19 @@ def test_a_profile_without_history_borrows_calls_and_tokens_and_says_so():
     unmeasured = estimate.estimate(runs, "planning", "gemini", "gemini")
     assert unmeasured.tokens == 3 * 1100  # as on local-1.5b
     assert unmeasured.seconds is None and unmeasured.basis == "partial"
-    assert "no history on gemini: calls and tokens as on local-1.5b" in unmeasured.note
-    assert "time unknown until the first run measures it" in unmeasured.note
+    assert unmeasured.history == 0
+    assert unmeasured.note == (
+        "No history of analyze, propose on gemini: calls and tokens as on local-1.5b, "
+        "time unknown until the first run measures it."
+    )
 
     measured = estimate.estimate(runs, "planning", "gemini", "gemini",
                                  speed=lambda p: Speed(0.001))  # fmt: skip
     assert measured.seconds == pytest.approx(3 * 1100 * 0.001)
-    assert "time at gemini's measured speed" in measured.note
+    assert measured.note == (
+        "No history of analyze, propose on gemini: calls and tokens as on local-1.5b, "
+        "time at gemini's measured speed."
+    )
     assert measured.basis == "partial"
 
 

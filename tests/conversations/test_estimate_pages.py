@@ -55,7 +55,7 @@ def test_the_form_shows_the_estimate_for_the_chosen_mode_and_models(client, user
     assert 'data-mode="planning" data-a="fake" data-b="fake"' in chosen
     assert "3 LLM calls · 3,300 tokens · 40 s (30 s–50 s) on this machine" in chosen
     assert "fake: $0 (runs here)" in chosen
-    assert "the 3 finished planning sessions on this machine" in page
+    assert "the 3 finished planning sessions on these models on this machine" in page
     # Every mode and model is in the table; debate has no history here.
     debate = page.split('<tr data-mode="debate" data-a="fake" data-b="fake">', 1)[1].split("</tr>")[
         0
@@ -108,7 +108,17 @@ def test_the_finished_session_shows_estimate_against_actual(client, user, ready)
     )
     assert row("Model time (s)") == "<td>40 <small>(30–50)</small></td> <td>50</td> <td>20 %</td>"
     assert row("Money (USD)") == "<td>0</td> <td>0</td> <td>—</td>"
-    assert "from 3 finished planning sessions" in card
+    assert "from 3 finished planning sessions on these models" in card
+
+
+def test_a_running_session_shows_its_estimate_without_actuals_yet(client, user, ready):
+    session = finished(user, ready, 10, status="running")
+    estimated(session)
+    client.force_login(user)
+    page = client.get(reverse("conversations:detail", args=[session.pk])).content.decode()
+    card = page.split('id="estimate-versus"', 1)[1].split("</div>", 1)[0]
+    assert "<h2>Estimate</h2>" in card
+    assert "Actual" not in card and "Off by" not in card
 
 
 def test_a_session_started_without_history_says_so(client, user, ready):
