@@ -222,6 +222,13 @@ def a_share(sessions: Iterable[PastSession]) -> dict[tuple[str, str], float]:
 
 # ------------------------------------------------------------------ composing an estimate
 
+Prepared = tuple[dict[tuple[str, str, str], NodeStats], dict[tuple[str, str], float]]
+
+
+def prepare(sessions: list[PastSession]) -> Prepared:
+    """The statistics an estimate is composed from (`node_stats`, `a_share`)."""
+    return node_stats(sessions), a_share(sessions)
+
 
 def estimate(
     sessions: list[PastSession],
@@ -231,11 +238,13 @@ def estimate(
     *,
     speed: SpeedOf | None = None,
     prices: Callable[[str, int, int], float | None] | None = None,
+    prepared: Prepared | None = None,
 ) -> Estimate:
     """The estimate of a `mode` session with agents on `agent_a` and `agent_b`, from
     `sessions` (past ones; only the finished ones of `mode` count). `speed` gives a profile's
     measured speed for a node it has no history of (None: such a step's time is unknown);
-    `prices` a profile's cost of (prompt, completion) tokens (None: no money figures)."""
+    `prices` a profile's cost of (prompt, completion) tokens (None: no money figures);
+    `prepared` the statistics of `sessions` (`prepare`), when several estimates share them."""
     past = [s for s in sessions if s.mode == mode]
     # The history shown is the sessions that ran on these profiles (the others lend at most).
     mine = sum(1 for s in past if {s.agent_a, s.agent_b} & {agent_a, agent_b})
@@ -243,8 +252,7 @@ def estimate(
     if not past:
         result.note = NO_HISTORY.format(mode=mode)
         return result
-    stats = node_stats(past)
-    shares = a_share(past)
+    stats, shares = prepared if prepared is not None else prepare(past)
     nodes = sorted({node for (_mode, node, _profile) in stats})
     for node in nodes:
         share = 1.0 if agent_a == agent_b else shares.get((mode, node), 0.5)
@@ -574,12 +582,15 @@ def table(
         return speeds[profile]
 
     history = {mode: load_history(mode) for mode in modes}
+    prepared = {mode: prepare(past) for mode, past in history.items()}
     pairs = [(mode, p, p) for mode in modes for p in profiles]
     if chosen not in pairs and chosen[0] in history:
         pairs.insert(0, chosen)
     rows = []
     for mode, a, b in pairs:
-        made = estimate(history[mode], mode, a, b, speed=measured, prices=price)
+        made = estimate(
+            history[mode], mode, a, b, speed=measured, prices=price, prepared=prepared[mode]
+        )
         rows.append({"mode": mode, "a": a, "b": b, "chosen": (mode, a, b) == chosen,
                      **summary(made)})  # fmt: skip
     return rows
