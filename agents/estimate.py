@@ -182,8 +182,8 @@ def node_stats(sessions: Iterable[PastSession]) -> dict[tuple[str, str, str], No
                 [c for c in s.calls if c.profile == profile and node_of(c.purpose) == node]
                 for s in runs
             ]
-            if not any(mine):
-                continue
+            # Kept when all zero: a profile that never reached the node measured that it
+            # doesn't, and must not borrow another profile's calls for it.
             flat = [c for calls in mine for c in calls]
             stats[(mode, node, profile)] = NodeStats(
                 node=node,

@@ -115,6 +115,15 @@ def test_a_profile_without_history_borrows_calls_and_tokens_and_says_so():
     assert measured.basis == "partial"
 
 
+def test_a_profile_that_never_reached_a_node_estimates_none_of_it():
+    runs = [*three_planning_runs(), run(9, [call("analyze:0", "gemini")], a="gemini", b="gemini")]
+    made = estimate.estimate(runs, "planning", "gemini", "gemini", speed=lambda p: Speed(1.0))
+    propose = next(s for s in made.steps if s.node == "propose")
+    assert (propose.basis, propose.calls, propose.seconds) == ("history", 0.0, 0.0)
+    assert made.basis == "history" and made.note == ""
+    assert made.calls == 1.0
+
+
 def test_mixed_agents_split_each_node_by_who_made_its_calls():
     runs = [
         run(1, [call("propose:1", "local", side="A", ms=4_000),
