@@ -53,7 +53,9 @@ def page_context(
     viewer = session.owner if viewer is None else viewer
     role = plan_role(viewer, session)
     is_owner = role == OWNER
-    prefix = file_url_prefix(session.codebase_id)
+    # Citations link to the codebase's pages, which are the owner's: a reviewer reads them as
+    # text, as a share link's reader does.
+    prefix = file_url_prefix(session.codebase_id) if is_owner else None
     latest = session.plans.order_by("-version").values_list("version", flat=True).first()
     editable = latest == plan.version
     data = plan.structured if isinstance(plan.structured, dict) else {}

@@ -96,6 +96,13 @@ def test_the_owner_invites_a_viewer_who_reads_the_plan_without_the_owners_contro
     for control in ("Edit</a>", "Regenerate", "Create link", "Invite</button>", "Approve plan v1"):
         assert control not in seen, control
     assert "Add comment to v1" not in seen
+    # Citations link to the codebase's pages (the owner's) only for the owner.
+    plan = Plan.objects.get(session=planned)
+    plan.markdown += f"\n\nSee `{real_path(planned.codebase)}:1`.\n"
+    plan.save()
+    seen = page(viewer, planned).content.decode()
+    code_pages = f"/codebases/{planned.codebase_id}/"
+    assert code_pages in page(client, planned).content.decode() and code_pages not in seen
     export = reverse("conversations:plan_export", args=[planned.pk, "json"])
     assert viewer.get(export).status_code == 200
     assert viewer.get(reverse("conversations:plan_download", args=[planned.pk])).status_code == 200
