@@ -33,7 +33,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
-from agents.models import LLMCall, PlanReviewEvent
+from agents.models import LLMCall, PlanReviewEvent, SessionEstimate
 from api.models import ApiToken
 from conversations.models import (
     CommentRequest,
@@ -144,6 +144,14 @@ def _comment(w: World) -> dict[str, object]:
 def _viewer(w: World) -> Reviewer:
     """The viewer's invitation to the owner's plan."""
     return w.invitation
+
+
+def _estimate(w: World) -> SessionEstimate:
+    """The estimate made when the owner's session started (made on first use)."""
+    estimate, _ = SessionEstimate.objects.get_or_create(
+        session=w.session, mode="planning", agent_a_profile="fake", agent_b_profile="fake"
+    )
+    return estimate
 
 
 def _api_token(w: World) -> ApiToken:
@@ -295,6 +303,7 @@ ADMIN_MODELS: dict[str, tuple[Callable[[World], object], bool, bool]] = {
     "rag/pin": (lambda w: w.pin.pk, True, True),
     "agents/llmcall": (lambda w: w.call.pk, False, False),
     "agents/planreviewevent": (lambda w: w.review.pk, False, False),
+    "agents/sessionestimate": (lambda w: _estimate(w).pk, False, False),
     "axes/accessattempt": (lambda w: w.attempt.pk, False, False),
     "axes/accesslog": (lambda w: w.access_log.pk, False, True),
     "axes/accessfailurelog": (lambda w: w.failure_log.pk, False, True),
@@ -316,8 +325,12 @@ for _prefix, (_object_id, _can_add, _named) in ADMIN_MODELS.items():
     MATRIX[f"admin/{_prefix}/<path:object_id>/change/"] = Row(STAFF, _kwargs, shows_marker=True)
     MATRIX[f"admin/{_prefix}/<path:object_id>/"] = Row(STAFF, _kwargs, seen=302)
 
-# The trace and the review history are records: nobody deletes them, staff included.
-for _prefix in ("agents/llmcall", "agents/planreviewevent"):
+# The estimates' list names sessions by number, not by title.
+MATRIX["admin/agents/sessionestimate/"] = Row(STAFF)
+
+# The trace, the review history and the estimates are records: nobody deletes them, staff
+# included.
+for _prefix in ("agents/llmcall", "agents/planreviewevent", "agents/sessionestimate"):
     MATRIX[f"admin/{_prefix}/<path:object_id>/delete/"] = Row(
         STAFF, lambda w, p=_prefix: {"object_id": ADMIN_MODELS[p][0](w)}, seen=403
     )
