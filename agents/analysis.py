@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from agents import routing
+from agents.investigation.task_names import named_in_task
 from agents.language import detect_language
 from rag import index
 from rag.models import Codebase, CodeFile
@@ -200,19 +201,9 @@ _PATHLIKE = re.compile(
 _ENDPOINT = re.compile(
     r"(?:\b(GET|POST|PUT|PATCH|DELETE)\s+)?(?<![^\s\"'(])(/[\w{}:.-]+(?:/[\w{}:.-]*)*)"
 )
-_IDENTIFIER = re.compile(
-    r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*)(\(\))?(?![\w])"
-)
 _WORD = re.compile(r"[a-z][a-z0-9_]{2,40}")
 _TEXT_EXTENSIONS = {"e", "g", "i", "etc"}
 """Not file extensions: "e.g", "i.e", "etc."."""
-
-
-def _looks_like_symbol(name: str, called: bool) -> bool:
-    """snake_case, CamelCase, dotted.names and name() are code; plain words are not."""
-    if called or "_" in name or "." in name or "::" in name:
-        return True
-    return any(c.isupper() for c in name[1:]) and any(c.islower() for c in name)
 
 
 def find_entities(codebase: Codebase, text: str) -> Entities:
@@ -220,11 +211,11 @@ def find_entities(codebase: Codebase, text: str) -> Entities:
     paths = list(CodeFile.objects.filter(codebase=codebase).values_list("path", flat=True))
     files = FileSet(paths)
     navigator = Navigator(index.index_dir(codebase.pk))
-    names: list[str] = []  # symbol candidates, in order
     written_paths: list[str] = []
     for match in _BACKTICKED.finditer(text):
         inner = match.group(1).strip().removesuffix("()")
-        (written_paths if "/" in inner or _is_filename(inner) else names).append(inner)
+        if "/" in inner or _is_filename(inner):
+            written_paths.append(inner)
     bare = _BACKTICKED.sub(" ", text)
     for match in _ENDPOINT.finditer(bare):
         route = match.group(2)
@@ -237,13 +228,10 @@ def find_entities(codebase: Codebase, text: str) -> Entities:
         if "/" in written or (_is_filename(written) and files.resolve(written).found):
             written_paths.append(written)
         elif re.fullmatch(r"[A-Za-z_]\w*\.[A-Za-z_]\w*", written):
-            names.append(written)  # `Cart.total`, not a file: a qualified symbol
+            continue  # `Cart.total`, not a file: a qualified name, read below
         elif _is_filename(written):
             written_paths.append(written)
     bare = _PATHLIKE.sub(" ", bare)
-    for match in _IDENTIFIER.finditer(bare):
-        if _looks_like_symbol(match.group(1), bool(match.group(2))):
-            names.append(match.group(1))
 
     for written in list(dict.fromkeys(written_paths))[:MAX_NAMES]:
         resolved = files.resolve(written)
@@ -251,15 +239,22 @@ def find_entities(codebase: Codebase, text: str) -> Entities:
             entities.files.append(resolved.path)
         else:
             entities.unresolved.append(written)
-    for name in list(dict.fromkeys(names))[:MAX_NAMES]:
-        result = navigator.find_symbol(name)
-        if result.found:
-            hit = result.hits[0]
-            entry = {"name": name, "kind": hit.kind, "location": hit.location}
+    # Names are read the way the investigation reads them (agents.investigation.task_names):
+    # what the reporter's own snippet defines (`def __init__(self, a)`), another library's
+    # name and a definition only an example or vendored file has are not the project's.
+    # Taking the first of 300 `__init__`s told every agent "the task names `__init__`
+    # (pylint/graph.py:40-69)" about a task that never mentioned that file.
+    for item in named_in_task(text, files, navigator, limit=MAX_NAMES + MAX_NAMES):
+        if item.kind != "name":
+            continue
+        if item.found:
+            span = f"{item.line}-{item.end_line}" if item.end_line > item.line else str(item.line)
+            entry = {"name": item.written, "kind": item.definition_kind,
+                     "location": f"{item.path}:{span}"}  # fmt: skip
             if entry not in entities.symbols:
                 entities.symbols.append(entry)
-        else:
-            entities.unresolved.append(name)
+        elif not navigator.find_symbol(item.written).found:
+            entities.unresolved.append(item.written)  # defined nowhere, not even aside
     entities.modules = _modules(bare, paths, exclude=entities.implicated_files())
     entities.files = list(dict.fromkeys(entities.files))
     entities.endpoints = list(dict.fromkeys(entities.endpoints))

@@ -86,6 +86,8 @@ class Named:
     qualified_name: str = ""
     """A name's definition (`Session.request`, or `ClosingMixin.close` for an inherited
     method)."""
+    definition_kind: str = ""
+    """A name's definition is a function, method, class, variable…"""
     note: str = ""
     """How it resolved, or why it did not."""
     tool: str = ""
@@ -482,7 +484,8 @@ def _resolve_name(
     argument = name if first == hit else f"{hit.path}::{hit.qualified_name}"
     return Named(
         name, "name", hit.path, hit.start_line, hit.end_line, hit.qualified_name,
-        note=result.message, tool="find_symbol", argument=argument[:MAX_ARGUMENT],
+        definition_kind=hit.kind, note=result.message, tool="find_symbol",
+        argument=argument[:MAX_ARGUMENT],
     )  # fmt: skip
 
 

@@ -46,7 +46,21 @@ def test_it_resolves_named_files_and_symbols_against_the_codebase(codebase):
     symbols = {s["name"]: s["location"] for s in entities["symbols"]}
     assert symbols["check_password"].startswith("todo/auth.py:")
     assert symbols["TokenStore.revoke"].startswith("todo/auth.py:")
+    assert {s["name"]: s["kind"] for s in entities["symbols"]}["check_password"] == "function"
     assert entities["unresolved"] == []
+
+
+def test_the_reporters_own_snippet_names_nothing_of_the_codebase(codebase):
+    """What the task's example defines (`def __init__`) is the reporter's code. Read as a
+    name of the codebase, it became the first of its `__init__`s, and every agent's prompt
+    said the task named that file."""
+    task = (
+        "Type hints are ignored by the export.\n\n```python\nclass C(object):\n"
+        "    def __init__(self, a: str = None):\n        self.a = a\n```\n"
+    )
+    analysis = analyse(codebase, task)
+    assert analysis["entities"]["symbols"] == []
+    assert "__init__" not in guidance(analysis)
 
 
 def test_it_lists_names_the_codebase_does_not_have(codebase):
