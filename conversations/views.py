@@ -10,10 +10,9 @@ from agents import estimate, trace
 from agents.citations import line_note
 from agents.models import LLMCall, SessionEstimate
 from agents.providers import list_profiles
-from conversations import exports, progress, services, stale, store
+from conversations import progress, services, stale, store
 from conversations.forms import NewSessionForm, start_from
 from conversations.models import Plan, PlanningSession
-from conversations.plan_page import editor_context, page_context
 from rag.services import codebases_for
 
 
@@ -131,27 +130,6 @@ def _plan_or_404(request: HttpRequest, session: PlanningSession) -> Plan:
     if plan is None:
         raise Http404("This session has no plan yet")
     return plan
-
-
-@login_required
-def plan_page(request: HttpRequest, session_id: int) -> HttpResponse:
-    """One plan version, section by section; `?edit=<section>` opens that section's editor."""
-    session = _session_or_404(request, session_id)
-    plan = _plan_or_404(request, session)
-    editor = editor_context(plan, request.GET.get("edit", ""))
-    return render(request, "conversations/plan.html", page_context(session, plan, **editor))
-
-
-@login_required
-def plan_download(request: HttpRequest, session_id: int) -> HttpResponse:
-    session = _session_or_404(request, session_id)
-    plan = _plan_or_404(request, session)
-    # The same policy as the other exports: no live outside link or image in pasted markdown.
-    response = HttpResponse(
-        exports.safe_markdown(plan.markdown), content_type="text/markdown; charset=utf-8"
-    )
-    response["Content-Disposition"] = f'attachment; filename="plan-{session.pk}-v{plan.version}.md"'
-    return response
 
 
 @login_required

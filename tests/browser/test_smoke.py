@@ -76,3 +76,35 @@ def test_a_new_user_uploads_plans_and_approves_in_a_real_browser(server, browser
     with page.expect_download() as download:
         page.click(".plan-page a[download]")
     assert download.value.suggested_filename.endswith("-v1.md")
+
+
+def test_the_estimate_follows_the_mode_and_models_chosen(server, browser):
+    """The new-session form's estimate is the one of the selects' current choice: the page's
+    script copies the matching table row's sentences, and says so when no row matches."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page()
+    page.set_default_timeout(30_000)
+    log_in(page, server)
+    page.goto(server.url + "/sessions/new/")
+    page.select_option("select[name=agent_a_profile]", "fake")
+    page.select_option("select[name=agent_b_profile]", "fake")
+    chosen = page.locator("#estimate-chosen")
+    for mode in ("debate", "planning", "debate"):
+        page.select_option("select[name=mode]", mode)
+        row = page.locator(f'#estimate tr[data-mode="{mode}"][data-a="fake"][data-b="fake"]')
+        summary = (row.get_attribute("data-summary") or "").strip()
+        assert summary
+        expect(chosen).to_have_text(summary)
+        expect(page.locator("#estimate-for")).to_have_text(f"For {mode} mode, A on fake, B on fake.")
+        expect(row).to_have_class("chosen")
+    other = next(
+        value
+        for value in page.locator("select[name=agent_b_profile] option").evaluate_all(
+            "options => options.map(o => o.value)"
+        )
+        if value != "fake"
+    )
+    page.select_option("select[name=agent_b_profile]", other)
+    expect(chosen).to_contain_text("No estimate on this page for two different models")
+    expect(page.locator("#estimate tr.chosen")).to_have_count(0)

@@ -51,15 +51,18 @@ def test_the_form_shows_the_estimate_for_the_chosen_mode_and_models(client, user
     finished(user, ready, 999, status="stopped")  # a stopped session teaches nothing
     client.force_login(user)
     page = client.get(reverse("conversations:new")).content.decode()
-    chosen = page.split('class="estimate-chosen"', 1)[1].split("</p>", 1)[0]
-    assert 'data-mode="planning" data-a="fake" data-b="fake"' in chosen
+    about = page.split('id="estimate-for">', 1)[1].split("</p>", 1)[0]
+    assert "For planning mode, A on fake, B on fake (as chosen when the page loaded)." in about
+    chosen = page.split('id="estimate-chosen">', 1)[1].split("</p>", 1)[0]
     assert "3 LLM calls · 3,300 tokens · 40 s (30 s–50 s) on this machine" in chosen
     assert "fake: $0 (runs here)" in chosen
     assert "the 3 finished planning sessions on these models on this machine" in page
-    # Every mode and model is in the table; debate has no history here.
-    debate = page.split('<tr data-mode="debate" data-a="fake" data-b="fake">', 1)[1].split("</tr>")[
-        0
-    ]
+    # Every mode and model is in the table, each row with the sentences the page's script
+    # shows when that row is chosen; debate has no history here.
+    debate = page.split('<tr data-mode="debate" data-a="fake" data-b="fake"', 1)[1]
+    debate = debate.split("</tr>")[0]
+    assert 'data-for="For debate mode, A on fake, B on fake.' in debate
+    assert 'data-summary="No finished debate session on this machine yet' in debate
     assert "no history: the first run will measure it" in debate
 
 

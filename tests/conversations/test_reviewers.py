@@ -182,6 +182,10 @@ def test_a_commenter_comments_answers_and_resolves_only_their_own_threads(
     assert comment(carl, planned, "<b>carl's</b> point").status_code == 302
     mine = PlanComment.objects.get(author=people["carl"])
     assert "&lt;b&gt;carl&#x27;s&lt;/b&gt; point" in page(carl, planned).content.decode()
+    # Regenerating a section with its comments is the owner's: the button shown to a commenter
+    # answered 404.
+    assert "with its 1 open comment" not in page(carl, planned).content.decode()
+    assert "with its 1 open comment" in page(as_user(user), planned).content.decode()
     theirs = PlanComment.objects.create(
         session=planned, plan=mine.plan, author=user, anchor_kind="section",
         anchor={"key": "summary", "text": "x"}, text="The owner's thread",
