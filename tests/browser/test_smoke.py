@@ -96,7 +96,9 @@ def test_the_estimate_follows_the_mode_and_models_chosen(server, browser):
         summary = (row.get_attribute("data-summary") or "").strip()
         assert summary
         expect(chosen).to_have_text(summary)
-        expect(page.locator("#estimate-for")).to_have_text(f"For {mode} mode, A on fake, B on fake.")
+        expect(page.locator("#estimate-for")).to_have_text(
+            f"For {mode} mode, A on fake, B on fake."
+        )
         expect(row).to_have_class("chosen")
     other = next(
         value
