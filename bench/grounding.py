@@ -3,14 +3,20 @@ to change (issues 11 and 18).
 
     .venv/bin/python bench/grounding.py --index-only     # index the subset's packs first
     .venv/bin/python bench/grounding.py [--per-repo 6] [--profile local-1.5b] [--before-ref REV]
+                                        [--after-ref HEAD]
 
 Runs planning mode end to end, approving the checkpoint, on a fixed subset of
 ../shared/bench/swe-dev: the first `--per-repo` instances of each repository in
 instances.jsonl order (24 instances, all four repositories, by default), round-robin over the
 repositories, so a partial run still covers all four. Each instance runs twice, interleaved:
 "before" is the code at `--before-ref` (a git worktree under var/, its own data dir and
-database, run as it shipped), "after" the working tree. Both are scored by today's code
-(bench/plan_scores.py, which calls agents.plan_quality like the plan page does).
+database, run as it shipped), "after" the code at `--after-ref` the same way, or the working
+tree when no `--after-ref` is given. Run a bench that spans hours with `--after-ref HEAD`:
+edits to the working tree during the run then change nothing it measures. Both are scored by
+today's code (bench/plan_scores.py, which calls agents.plan_quality like the plan page does).
+Every row records the commit it ran (`code`; `+dirty` when the working tree had uncommitted
+changes); a resumed run reruns the sessions whose code is not the one asked for, and the
+report counts only the rows of the codes asked for.
 
 Per session: gold file in the plan's Files; a step targeting a definition the real fix changed
 (gold_spans.jsonl); a sketch whose "before" lines share a line with the real patch; invented
@@ -299,8 +305,13 @@ def report(rows: list[dict[str, Any]], planned: int, note: str) -> str:
         "auto-approved, the same local model for both agents. Subset: the first instances of "
         "each repository in instances.jsonl order, round-robin over repositories; each "
         "instance runs **before** (the code at the `--before-ref` commit, as it shipped) and "
-        "**after** (the working tree), interleaved, on their own databases; both scored by "
-        "today's bench/plan_scores.py (agents.plan_quality, the plan page's quality line).",
+        "**after** (the `--after-ref` commit, or the working tree), interleaved, on their own "
+        "databases; both scored by today's bench/plan_scores.py (agents.plan_quality, the plan "
+        "page's quality line).",
+        "",
+        "Code: "
+        + ", ".join(sorted({f"{r['condition']} {r.get('code', '?')}" for r in rows}))
+        + ".",
         "",
         f"Sessions finished: {len(rows)} of {planned}. {note}",
         "",
@@ -415,9 +426,27 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f} %" if whole else "–"
 
 
+def commit_of(ref: str) -> str:
+    """The short commit `ref` names."""
+    found = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", f"{ref}^{{commit}}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return found.stdout.strip()
+
+
+def working_tree_code() -> str:
+    """The working tree's commit, with "+dirty" when tracked files differ from it."""
+    changed = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    return commit_of("HEAD") + ("+dirty" if changed else "")
+
+
 def worktree(ref: str) -> Path:
-    """A checkout of `ref` under var/ (made once), for the "before" sessions."""
-    tree = ROOT / "var" / f"before-{ref}"
+    """A checkout of `ref` under var/ (made once), for the sessions of a fixed commit."""
+    tree = ROOT / "var" / f"code-{ref}"
     if not (tree / "bench" / "grounding.py").exists():
         shutil.rmtree(tree, ignore_errors=True)
         subprocess.run(
@@ -467,6 +496,9 @@ def main() -> None:
     parser.add_argument(
         "--before-ref", default="33b2174", help="the code the 'before' sessions run (a git ref)"
     )
+    parser.add_argument(
+        "--after-ref", default="", help="the code the 'after' sessions run (default: this tree)"
+    )
     parser.add_argument("--index-only", action="store_true", help="index the packs, run nothing")
     parser.add_argument("--one", default="", help=argparse.SUPPRESS)
     parser.add_argument("--condition", choices=CONDITIONS, help=argparse.SUPPRESS)
@@ -494,7 +526,15 @@ def main() -> None:
 
     before_data = args.data.with_name(args.data.name + "-before")
     log = args.log or args.data / f"sessions-{args.profile}.jsonl"
-    rows = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    logged = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    codes = {
+        "before": commit_of(args.before_ref),
+        "after": commit_of(args.after_ref) if args.after_ref else working_tree_code(),
+    }
+    # A row of other code stays in the log, out of this run and its report.
+    rows = [r for r in logged if r.get("code") == codes[r["condition"]]]
+    print(f"code: before {codes['before']}, after {codes['after']}; "
+          f"{len(rows)} of {len(logged)} logged sessions are of it", flush=True)  # fmt: skip
     if args.report:
         rows = remeasure(rows, args.corpus)
         extra = args.extra.read_text() if args.extra else ""
@@ -517,14 +557,12 @@ def main() -> None:
             if (instance["instance_id"], condition) in done:
                 continue
             script, data, env = Path(__file__), args.data, dict(os.environ)
-            if condition == "before":
-                tree = worktree(args.before_ref)
-                # The older code, as it shipped: its own script, imports and database.
-                script, data, env["PYTHONPATH"] = (
-                    tree / "bench" / "grounding.py",
-                    before_data,
-                    str(tree),
-                )
+            ref = args.before_ref if condition == "before" else args.after_ref
+            if ref:
+                tree = worktree(codes[condition])
+                # A fixed commit, as it shipped: its own script, imports and database.
+                script, env["PYTHONPATH"] = tree / "bench" / "grounding.py", str(tree)
+                data = before_data if condition == "before" else args.data
             command = [sys.executable, str(script), "--one", instance["instance_id"],
                        "--condition", "after", "--corpus", str(args.corpus.resolve()),
                        "--data", str(data.resolve()), "--limit", str(args.limit),
@@ -545,6 +583,7 @@ def main() -> None:
                 continue
             row = json.loads(found[-1][len("RESULT ") :])
             row["condition"] = condition
+            row["code"] = codes[condition]
             row["finished_at"] = time.strftime("%H:%M:%S", time.gmtime())
             row["load_before"] = round(load, 2)
             row["load_after"] = round(os.getloadavg()[0], 2)
