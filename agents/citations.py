@@ -152,9 +152,11 @@ def cite_symbols(
     unless the step cites that file already, and the step's `target` (kind "definition", its
     name and lines), whose code the plan shows. `new definition in <path>` with a path of
     `paths` makes the target a new definition there, unless the step is plainly about one that
-    exists (`_existing_definition`, read with the [E#] `sources`). "none", an unknown name, or
-    one the step says nothing else about is dropped: the 0.5B model picked the same unrelated
-    method for all six steps of a pylint plan."""
+    exists (`_existing_definition`, read with the [E#] `sources`). "none" or an unknown name
+    gives way to the definition the step writes as code, or, for a step on one file, to the
+    one definition of that file its [E#] evidence holds. One the step says nothing else about
+    is dropped: the 0.5B model picked the same unrelated method for all six steps of a pylint
+    plan."""
     steps = data.get("steps")
     if not isinstance(steps, list):
         return data
@@ -182,6 +184,13 @@ def cite_symbols(
             # as code (`Session.merge_environment_settings`, `to_text()`): the model copied
             # an earlier step's words and left the choice; the words are the clearer answer.
             name = _written_definition(step, definitions)
+            if not name and len(files) == 1:
+                # Nor written as code: a step on one file that cites by [E#] the evidence
+                # holding exactly one definition of it changes that one (xarray-2905 with the
+                # 1.5B model: "Add a check to handle objects with a `.values` property in
+                # `xarray/core/variable.py` [E4]", [E4] being `Variable.__setitem__`, chose
+                # "none", and the plan showed no code and no sketch).
+                name = _existing_definition(step, files[0], definitions, sources)
             where = definitions.get(name) if name else None
         if where is not None and isinstance(name, str) and _agrees(step, name, where[0]):
             path, line = where[0], where[1]

@@ -419,7 +419,8 @@ class Quality:
             parts.append(f"{self.on_definitions} on real definitions")
             if self.new_definitions:
                 parts.append(_count(self.new_definitions, "new definition"))
-            checked = f"{self.sketches_checked} sketches checked"
+            n = self.sketches_checked
+            checked = f"{n} {'sketch' if n == 1 else 'sketches'} checked"
             if self.sketches > self.sketches_checked:
                 checked += f" ({self.sketches - self.sketches_checked} failing the check)"
             parts.append(checked)

@@ -134,6 +134,35 @@ def test_a_new_definition_step_about_an_existing_one_targets_that_one():
     assert cite_symbols(data, definitions, [here])["steps"][0]["target"]["kind"] == "new"
 
 
+def test_a_step_choosing_none_that_cites_one_definition_of_its_one_file_changes_it():
+    # xarray-2905 with the 1.5B model: the step chose "none" while it said to add a check in
+    # variable.py and cited [E4], which held exactly `Variable.__setitem__`.
+    here, tests = "xarray/core/variable.py", "xarray/tests/test_variable.py"
+    definitions = {
+        "Variable.__setitem__": Definition(here, 860, 889),
+        "IndexVariable": Definition(here, 2498, 2700),
+    }
+    sources = [Source(here, 860, 889, "E4", "def __setitem__(self, key, value):")]
+    data = {"steps": [
+        {"title": "Modify the Code", "symbol": "none", "files": [here],
+         "detail": "Add a check for objects with a `.values` property in `" + here + "` [E4]."},
+        # The test step cites the same evidence, but its files are the test's and the code's.
+        {"title": "Add a Test", "symbol": "none", "files": [tests, here],
+         "detail": "Add a test to fail before the fix in `" + tests + "` [E4]."},
+        {"title": "Add a Test", "symbol": "none", "files": [tests],
+         "detail": "Add a test in `" + tests + "` [E4]."},
+        # A name of its own: perhaps a new helper, not the shown definition.
+        {"title": "Guard", "symbol": "none", "files": [here],
+         "detail": "Call a new `_keep_objects()` from [E4]."},
+    ]}  # fmt: skip
+    steps = cite_symbols(data, definitions, [here, tests], sources)["steps"]
+    assert steps[0]["target"] == {"kind": "definition", "name": "Variable.__setitem__",
+                                  "path": here, "start": 860, "end": 889}  # fmt: skip
+    assert [("target" in s) for s in steps[1:]] == [False, False, False]
+    # Without the evidence it cites, "none" stays none.
+    assert "target" not in cite_symbols(data, definitions, [here, tests])["steps"][0]
+
+
 def test_a_definition_the_rest_of_the_step_says_nothing_about_is_dropped():
     # pylint-4551: the 0.5B model named the same unrelated method for every step.
     definitions = {"Python3Checker.__init__": Definition("pylint/checkers/python3.py", 921, 930)}

@@ -148,7 +148,7 @@ def test_the_quality_line_counts_what_the_plan_amounts_to(tmp_path):
     data["files"].append({"path": "todo/nowhere.py", "action": "modify", "reason": "?"})
     quality = judge(data, PATHS, task="", index_folder=folder, related=Navigator(folder).related)
     assert quality.line() == (
-        "2 steps · 1 on real definitions · 1 new definition · 1 sketches checked · "
+        "2 steps · 1 on real definitions · 1 new definition · 1 sketch checked · "
         "1 invented path · 0 invented names · 2 files (1 that no step changes) · "
         "tests: `tests/test_auth.py` (imports the changed module)"
     )
