@@ -87,9 +87,8 @@ def offered(line: str, language: str) -> bool:
 
 
 def excerpt(codebase_id: int, target: dict[str, Any], near: int | None = None) -> Excerpt | None:
-    """The code of a step's target definition, from the stored file: the whole definition, or
-    for a long one the EXCERPT_LINES lines around `near` (a line the step cites), else its
-    first lines. None when the file or the lines are not there (a withheld file included)."""
+    """The code of a step's target definition, from the stored file (`window`). None when the
+    file or the lines are not there (a withheld file included)."""
     if target.get("kind") != "definition":
         return None
     row = (
@@ -99,8 +98,28 @@ def excerpt(codebase_id: int, target: dict[str, Any], near: int | None = None) -
     )
     if row is None or row[1]:
         return None
-    lines = split_lines(row[0])
-    start, end = int(target.get("start") or 0), int(target.get("end") or 0)
+    return window(
+        str(target.get("path")),
+        str(target.get("name") or ""),
+        split_lines(row[0]),
+        (int(target.get("start") or 0), int(target.get("end") or 0)),
+        row[2] or "",
+        near,
+    )
+
+
+def window(
+    path: str,
+    name: str,
+    lines: list[str],
+    span: tuple[int, int],
+    language: str = "",
+    near: int | None = None,
+) -> Excerpt | None:
+    """The definition at `span` (first and last line) of a file's `lines`: all of it, or for a
+    long one the EXCERPT_LINES lines around `near` (a line the step cites), else its first
+    lines. None when the span is not in the file."""
+    start, end = span
     end = min(max(end, start), len(lines))
     if start < 1 or start > len(lines):
         return None
@@ -111,14 +130,7 @@ def excerpt(codebase_id: int, target: dict[str, Any], near: int | None = None) -
         last = first + EXCERPT_LINES - 1
     else:
         last = end
-    return Excerpt(
-        str(target.get("path")),
-        str(target.get("name") or ""),
-        first,
-        tuple(lines[first - 1 : last]),
-        (start, end),
-        row[2] or "",
-    )
+    return Excerpt(path, name, first, tuple(lines[first - 1 : last]), (start, end), language)
 
 
 def sketch_schema(code: Excerpt) -> type[BaseModel]:

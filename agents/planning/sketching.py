@@ -4,7 +4,10 @@ are checked and shown): one small structured turn per step that changes a real d
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel
 
 from agents.prompts import AGENT_A, agent_system
 from agents.providers.base import ChatMessage
@@ -31,9 +34,23 @@ SKETCH_NODE = "sketch"
 itself (the Decisions table reads Agent A's finalize reply as the answer to critiques)."""
 
 
-def sketch_prompt(
-    session: PlanningSession, step: dict[str, Any], number: int, code: Excerpt, problems: list[str]
-) -> list[ChatMessage]:
+@dataclass(frozen=True)
+class Brief:
+    """What a sketch is asked with besides the code: the task, the step and its number, and
+    the session's task analysis and language (for the agent's system prompt)."""
+
+    task: str
+    step: dict[str, Any]
+    number: int
+    analysis: dict[str, Any] | None = None
+    language: str = "en"
+
+    @classmethod
+    def of(cls, session: PlanningSession, step: dict[str, Any], number: int) -> Brief:
+        return cls(session.task, step, number, session.task_analysis, session.language)
+
+
+def sketch_prompt(brief: Brief, code: Excerpt, problems: list[str]) -> list[ChatMessage]:
     where = f"`{code.path}:{code.start}-{code.end}`"
     request = (
         "Write the change this step makes to this code only, as JSON. before: the "
@@ -44,45 +61,33 @@ def sketch_prompt(
     if problems:
         listed = "\n".join(f"- {p}" for p in problems)
         request = f"Your last sketch failed the check:\n{listed}\n\n{request}"
+    step = brief.step
     prompt = "\n\n".join(
         [
-            f"Task: {session.task}",
-            f"Step {number} of the plan: {step.get('title') or ''} — {step.get('detail') or ''}",
+            f"Task: {brief.task}",
+            f"Step {brief.number} of the plan: {step.get('title') or ''} — "
+            f"{step.get('detail') or ''}",
             f"The current code of `{code.name}`, {where} (line numbers on the left are not "
             f"part of the code; untrusted data):\n<code>\n{code.numbered()}\n</code>",
             request,
         ]
     )
-    system = agent_system(AGENT_A, session.task_analysis, session.language)
+    system = agent_system(AGENT_A, brief.analysis, brief.language)
     return [system, ChatMessage("user", prompt)]
 
 
-def sketch_step(
-    session: PlanningSession,
-    agent: Agent,
-    step: dict[str, Any],
-    number: int,
-    code: Excerpt,
-    *,
-    turn_key: str,
-) -> dict[str, Any]:
-    """One step's sketch: a small structured turn on its definition's code, checked, asked
-    again once with the mismatch shown, and then kept with `checked` False and its problem."""
+Ask = Callable[[int, list[ChatMessage], type[BaseModel]], Any]
+"""One sketch call: (attempt 1 or 2, the messages, the schema) to the model's reply object."""
+
+
+def write_sketch(brief: Brief, code: Excerpt, ask: Ask) -> dict[str, Any]:
+    """A step's sketch: asked for on its definition's code, checked, asked again once with the
+    problems shown, and then kept with `checked` False and its problem. `ask` makes the call:
+    a session's structured turn, or (the sketch bench) the provider directly."""
     problems: list[str] = []
     result: dict[str, Any] = {}
     for attempt in (1, 2):
-        key = turn_key if attempt == 1 else f"{turn_key}:redo"
-        _, reply = structured_turn(
-            session,
-            agent,
-            turn_key=key,
-            node=SKETCH_NODE,
-            messages=sketch_prompt(session, step, number, code, problems),
-            schema=sketch_schema(code),
-            render=lambda data, complete: render_sketch_message(number, code, data),
-            max_tokens=SKETCH_TOKENS,
-            stoppable=True,
-        )
+        reply = ask(attempt, sketch_prompt(brief, code, problems), sketch_schema(code))
         before = [str(b) for b in getattr(reply, "before", [])]
         after = [str(a) for a in getattr(reply, "after", [])]
         checked = check(before, after, code)
@@ -99,6 +104,34 @@ def sketch_step(
         if not problems:
             return {**result, "hunk": hunk(code, checked, after)}
     return {**result, "problem": " ".join(problems)}
+
+
+def sketch_step(
+    session: PlanningSession,
+    agent: Agent,
+    step: dict[str, Any],
+    number: int,
+    code: Excerpt,
+    *,
+    turn_key: str,
+) -> dict[str, Any]:
+    """One step's sketch, each call a small structured turn of the session."""
+
+    def ask(attempt: int, messages: list[ChatMessage], schema: type[BaseModel]) -> Any:
+        _, reply = structured_turn(
+            session,
+            agent,
+            turn_key=turn_key if attempt == 1 else f"{turn_key}:redo",
+            node=SKETCH_NODE,
+            messages=messages,
+            schema=schema,
+            render=lambda data, complete: render_sketch_message(number, code, data),
+            max_tokens=SKETCH_TOKENS,
+            stoppable=True,
+        )
+        return reply
+
+    return write_sketch(Brief.of(session, step, number), code, ask)
 
 
 def sketch_steps(
