@@ -17,7 +17,7 @@ from agents.plan_writer import final_structured_turn
 from agents.prompts import (
     AGENT_A,
     AGENT_B,
-    agent_system,
+    agent_messages,
     clip_transcript,
     code_context,
     language_rule,
@@ -146,8 +146,9 @@ def _prompt(
     # The instruction goes last, right before the cue: small models follow what they read last.
     # The stable part first (a prompt cache keeps it): the code and evidence, then the task.
     # The codebase's rules and pinned context, as in planning mode (each bounded; none if empty).
-    parts = [context, *rules.prompt_sections(session, rules.session_pins(session))]
-    parts.append(f"Task: {session.task}")
+    shared = [context, *rules.prompt_sections(session, rules.session_pins(session))]
+    shared.append(f"Task: {session.task}")
+    parts: list[str] = []
     if notes:
         parts.append("The human said:\n" + "\n".join(f"- {n}" for n in notes[-5:]))
     if other is not None:
@@ -155,10 +156,7 @@ def _prompt(
         parts.append(f"<{tag}>\n{other[-2000:]}\n</{tag}>")
     cue = "Your proposal:" if letter == "A" else "Your critique:"
     parts.append(f"{ask} {language_rule(session.language)} At most 180 words.\n\n{cue}")
-    return [
-        agent_system(role, session.task_analysis, session.language),
-        ChatMessage("user", "\n\n".join(parts)),
-    ]
+    return agent_messages(role, session.task_analysis, session.language, shared=shared, own=parts)
 
 
 def _decide_signal(session: PlanningSession, profile: str, letter: str, message: Message) -> str:
@@ -237,18 +235,18 @@ def write_debate_plan(session: PlanningSession) -> Plan | None:
         "supports. " + language_rule(session.language)
     )
     extra = rules.prompt_sections(session, rules.session_pins(session))
-    prompt = "\n\n".join(
-        [context, *extra, f"Task: {session.task}", f"Discussion:\n{discussion}", request]
-    )
     try:
         message, draft = final_structured_turn(
             session,
             turn_key="debate-plan",
             node=DEBATE_PLAN_NODE,
-            messages=[
-                agent_system(AGENT_A, session.task_analysis, session.language),
-                ChatMessage("user", prompt),
-            ],
+            messages=agent_messages(
+                AGENT_A,
+                session.task_analysis,
+                session.language,
+                shared=[context, *extra, f"Task: {session.task}"],
+                own=[f"Discussion:\n{discussion}", request],
+            ),
             schema=PlanDraft,
             render=lambda data, complete: render_plan(
                 data, paths, title=session.title, complete=complete

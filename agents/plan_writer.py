@@ -25,7 +25,7 @@ from agents.echoes import stem as _stem
 from agents.errors import BudgetSpent, TurnFailed
 from agents.objections import restates
 from agents.plan import codebase_paths, render_plan
-from agents.prompts import AGENT_A, agent_system, code_context, language_rule
+from agents.prompts import AGENT_A, agent_messages, code_context, language_rule
 from agents.providers.base import ChatMessage
 from agents.schemas import Effort, FileChange, ProposalStep
 from agents.transcript import retrieve_for
@@ -148,21 +148,19 @@ def _regenerate_section(message_id: int) -> Plan | None:
     paths = codebase_paths(session.codebase)
     hits = retrieve_for(session, instruction)
     current = plan_sections.section_text(base.structured, key)
-    prompt = "\n\n".join(
-        [
-            code_context(hits, budget=1800),
-            f"Task: {session.task}",
+    messages = agent_messages(
+        AGENT_A,
+        session.task_analysis,
+        session.language,
+        shared=[code_context(hits, budget=1800), f"Task: {session.task}"],
+        own=[
             f"The plan so far:\n{base.markdown[:6000]}",
             f"The section to rewrite, {label}:\n{current or '(empty)'}",
             f"The human's instruction for it: {instruction}",
             f"Rewrite only {label}, following the instruction. Cite code as `path:line` where "
             "it helps. Reply as JSON. " + language_rule(session.language),
-        ]
+        ],
     )
-    messages = [
-        agent_system(AGENT_A, session.task_analysis, session.language),
-        ChatMessage("user", prompt),
-    ]
 
     def turn(heading: str, turn_key: str, asked: list[ChatMessage]) -> dict[str, Any]:
         def render(data: dict[str, Any], complete: bool) -> str:

@@ -22,13 +22,16 @@ _RULES = (
 
 AGENT_A = (
     "You are Agent A, a senior engineer who proposes concrete code changes. Be specific: name "
-    "the functions and files to change and how. " + _RULES
+    "the functions and files to change and how."
 )
 AGENT_B = (
     "You are Agent B, a demanding code reviewer. Do not simply agree: find the weakest point of "
     "the proposal (missing files, wrong assumptions about the code, edge cases, tests, "
-    "security) and say what must change, citing code. Agree only with what the code supports. "
-    + _RULES
+    "security) and say what must change, citing code. Agree only with what the code supports."
+)
+TEAM = (
+    "Two engineers plan a code change in the codebase below: Agent A proposes the change, "
+    "Agent B reviews it. " + _RULES
 )
 
 
@@ -45,13 +48,30 @@ def language_rule(language: str) -> str:
     return rule
 
 
-def agent_system(role: str, task_analysis: dict[str, Any] | None, language: str) -> ChatMessage:
-    """An agent's system prompt: its role, what this kind of task asks of it (the task
-    analysis: a bug fix wants the cause and a failing test, a refactor unchanged behaviour…)
-    and the answer's language. The same for every turn of a session, so a prompt cache keeps
-    it."""
-    parts = [role, guidance(task_analysis or {}), language_rule(language)]
+def team_system(task_analysis: dict[str, Any] | None, language: str) -> ChatMessage:
+    """The system prompt of both agents' turns: the team and its rules, what this kind of task
+    asks (the task analysis: a bug fix wants the cause and a failing test, a refactor unchanged
+    behaviour…) and the answer's language. The same for every turn of a session."""
+    parts = [TEAM, guidance(task_analysis or {}), language_rule(language)]
     return ChatMessage("system", " ".join(p for p in parts if p))
+
+
+def agent_messages(
+    role: str,
+    task_analysis: dict[str, Any] | None,
+    language: str,
+    *,
+    shared: Iterable[str] = (),
+    own: Iterable[str] = (),
+) -> list[ChatMessage]:
+    """One agent turn's messages: the system prompt both agents share; then the parts every
+    turn of the session starts with (`shared`: the code, the evidence, the task), the agent's
+    role after them, and the turn's own parts last. Both agents' turns begin alike, so the
+    local model's prompt cache holds what they share: with each role first (in the system
+    prompt), Agent B's review read 3,506 tokens with 5 of them cached, right after Agent A's
+    proposal had read the same evidence (bench/logs/grounding-findings.md)."""
+    parts = [p for p in (*shared, role, *own) if p]
+    return [team_system(task_analysis, language), ChatMessage("user", "\n\n".join(parts))]
 
 
 def code_context(hits: Iterable[Hit], budget: int = CODE_CONTEXT_CHARS) -> str:

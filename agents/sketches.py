@@ -4,15 +4,16 @@ alone, checked against it.
 
 A small model asked for a whole plan restates the bug as the fix; asked for one definition's
 change, with its code in front of it, it writes the change. So each sketch is one small call
-(agents.planning.sketching): the task, the step, and the definition's code. The "before" lines
-are held to the code's own lines by the schema (an enum of them: the local model's grammar
-cannot write another line). Whatever a provider returns, the app checks that every "before"
-line is in the code, character for character after whitespace is folded, and that they are
-consecutive; an "after" that changes nothing is no sketch; and a definition that parses must
-still parse with the change applied (tree-sitter). The model answers in the folded lines it
-was offered, so its "after" lines get the code's indentation back. A sketch that fails the
-check is asked for once more with the problem shown, then kept flagged. One that passes is
-shown as a unified diff hunk with the code's real line numbers and two lines around it.
+(agents.planning.sketching): the task, the step, and the definition's numbered code. The model
+names the first and last line that change by their numbers (the schema offers only the code's
+own line numbers) and writes what they become; the lines replaced are taken from the code, so
+they are the code's own lines, consecutive, character for character. The app checks the rest:
+the numbers are lines of the code shown and few; an "after" that changes nothing, or writes
+one line over and over, is no sketch; and a definition that parses must still parse with the
+change applied (tree-sitter). Its "after" lines get the code's indentation where the model
+flattened it. A sketch that fails the check is asked for once more with the problem shown,
+then kept flagged. One that passes is shown as a unified diff hunk with the code's real line
+numbers and two lines around it.
 """
 
 from __future__ import annotations
@@ -133,31 +134,43 @@ def window(
     return Excerpt(path, name, first, tuple(lines[first - 1 : last]), (start, end), language)
 
 
+MAX_SPAN = 10
+"""Lines one sketch may replace: a step's change is a few lines a reviewer reads in a minute."""
+
+
 def sketch_schema(code: Excerpt) -> type[BaseModel]:
-    """before: lines of `code`; after: free. The JSON schema (a grammar for the local model,
-    response_format for a remote one) offers only the code's own (folded, non-blank) lines
-    as "before" lines; validation takes any string, so a provider that ignores the schema is
-    caught by `check` and asked again with the mismatch shown, not failed as invalid JSON."""
-    choices: list[Any] = list(
-        dict.fromkeys(fold(line) for line in code.lines if offered(line, code.language))
-    )
+    """first, last: line numbers of `code`; after: free. The lines a sketch replaces are named
+    by their numbers and taken from the code, so they are its own lines, consecutive and
+    verbatim, by construction. (Offered the lines themselves as an enum, the 1.5B model named
+    one line eight times, or picked lines here and there, and its redo did the same: 1 of 8
+    sketches passed on the grounding bench.) The JSON schema (a grammar for the local model,
+    response_format for a remote one) offers only the numbers of the code's lines that hold
+    code, not blank or comment lines; validation takes any integer, so a provider that ignores
+    the schema is caught by `check` and asked again with the problem shown."""
+    numbers = [n for n, line in enumerate(code.lines, code.start) if offered(line, code.language)]
     return create_model(
         "ChangeSketch",
-        before=(
-            list[str],
+        first=(
+            int,
             Field(
-                description="The lines of the code shown that the step changes, copied exactly "
-                "and in order (for an addition: the line the new code goes after).",
-                min_length=1,
-                max_length=8,
-                json_schema_extra={"items": {"type": "string", "enum": choices}},
+                description="The number on the left of the first line of the code shown that "
+                "the step changes (to add code: the line it goes after).",
+                json_schema_extra={"enum": numbers},
+            ),
+        ),
+        last=(
+            int,
+            Field(
+                description=f"The number of the last line that changes (at most {MAX_SPAN} "
+                "lines from first; the same as first for one line).",
+                json_schema_extra={"enum": numbers},
             ),
         ),
         after=(
             list[str],
             Field(
-                description="Those lines as they read after the change.",
-                max_length=14,
+                description="Lines first to last as they read after the change, as complete code.",
+                max_length=MAX_SPAN + 8,
             ),
         ),
     )
@@ -167,61 +180,69 @@ def sketch_schema(code: Excerpt) -> type[BaseModel]:
 class Checked:
     before: list[str]
     """The lines the sketch replaces as the code spells them (indentation included): the
-    consecutive lines from its first "before" line to its last, blank ones between them too."""
+    code's lines from its first line to its last."""
     start: int
-    """The line number of the first "before" line (0 when it is not in the code)."""
+    """The line number of the first of them (0 when the sketch named no line of the code)."""
     problems: list[str]
 
 
-def check(before: list[str], after: list[str], code: Excerpt) -> Checked:
-    """Each "before" line found in the code, in order, after white space is folded, and the
-    lines found consecutive (blank lines between them aside): a sketch is one hunk a developer
-    can apply, not lines picked here and there. An empty sketch, or one whose "after" equals
-    its "before", is a problem too."""
-    problems: list[str] = []
-    folded = [fold(line) for line in code.lines]
-    found: list[int] = []
-    position = 0
-    for line in before:
-        want = fold(line)
-        if not want:
-            continue
-        at = _index(folded, want, position)
-        if at is None:
-            at = _index(folded, want, 0)  # out of order: still the code's line
-        if at is None:
-            problems.append(f"`{line.strip()}` is not a line of `{code.name}`.")
-            continue
-        if at in found:
-            # The schema's enum lets a line be picked again: the 1.5B model named a def line
-            # eight times and wrote it eight times nested, which the repeat check then allowed.
-            problems.append(
-                f"The before lines name line {code.start + at} (`{want}`) more than once: "
-                "name each line of the code once, in order."
-            )
-            continue
-        found.append(at)
-        position = at + 1
-    if not [b for b in before if fold(b)]:
-        problems.append("The sketch names no line of the code it changes.")
-    elif [fold(a) for a in after if fold(a)] == [fold(b) for b in before if fold(b)]:
-        problems.append("The sketch's after lines are its before lines: it changes nothing.")
-    if not found:
-        return Checked([], 0, problems + _repeats(before, after))
-    first, last = min(found), max(found)
-    problems += _repeats(list(code.lines[first : last + 1]), after)
-    skipped = [
-        n
-        for n in range(first, last + 1)
-        if offered(code.lines[n], code.language) and n not in found
-    ]
-    if skipped and not problems:
-        line = code.lines[skipped[0]].strip()
-        problems.append(
-            f"The before lines skip line {code.start + skipped[0]} (`{line}`): give the "
-            "consecutive lines of the code that change, from the first to the last."
+def span_lines(code: Excerpt, first: Any, last: Any) -> list[str]:
+    """The code's lines `first` to `last` (either order), or [] when they are not its lines:
+    what a sketch being written replaces, as far as it has said."""
+    try:
+        low, high = sorted((int(first), int(last if last is not None else first)))
+    except (TypeError, ValueError):
+        return []
+    if low < code.start or high > code.end:
+        return []
+    return list(code.lines[low - code.start : high - code.start + 1])
+
+
+def check(first: int, last: int, after: list[str], code: Excerpt) -> Checked:
+    """The sketch's lines `first` to `last` (either order) are lines of the code, at most
+    MAX_SPAN of them, and `after` changes them without writing one line over and over. An
+    "after" that begins with the unchanged line above `first` (or ends with the one below
+    `last`) quotes it: the span grows to take it in, so it is not written twice."""
+    first, last = sorted((int(first), int(last)))
+    if first < code.start or last > code.end:
+        outside = first if first < code.start else last
+        return Checked(
+            [],
+            0,
+            [
+                f"Line {outside} is not a line of the code of `{code.name}` shown (lines "
+                f"{code.start}-{code.end})."
+            ],
         )
-    return Checked(list(code.lines[first : last + 1]), code.start + first, problems)
+    folded_after = [fold(a) for a in after if fold(a)]
+    while (
+        first > code.start
+        and folded_after
+        and fold(code.lines[first - code.start]) != folded_after[0]
+        and fold(code.lines[first - 1 - code.start]) == folded_after[0]
+    ):
+        first -= 1
+    while (
+        last < code.end
+        and folded_after
+        and fold(code.lines[last - code.start]) != folded_after[-1]
+        and fold(code.lines[last + 1 - code.start]) == folded_after[-1]
+    ):
+        last += 1
+    before = list(code.lines[first - code.start : last - code.start + 1])
+    problems: list[str] = []
+    if last - first + 1 > MAX_SPAN:
+        problems.append(
+            f"Lines {first}-{last} are {last - first + 1} lines: a sketch replaces at most "
+            f"{MAX_SPAN} consecutive lines. Choose the few lines that change."
+        )
+    code_lines = [fold(b) for b in before if offered(b, code.language)]
+    if [a for a in folded_after if not comment(a, code.language)] == code_lines:
+        problems.append(
+            f"The after lines are lines {first}-{last} as they are: the sketch changes nothing."
+        )
+    problems += _repeats(before, after)
+    return Checked(before, first, problems)
 
 
 REPEATS = 3
@@ -241,13 +262,6 @@ def _repeats(before: list[str], after: list[str]) -> list[str]:
         if times - had[line] >= REPEATS - 1 and times >= REPEATS:
             return [f"The after lines write `{line}` {times} times: write each line once."]
     return []
-
-
-def _index(folded: list[str], want: str, start: int) -> int | None:
-    for n in range(start, len(folded)):
-        if folded[n] == want:
-            return n
-    return None
 
 
 _OPENS = (":", "{", "(", "[")
@@ -412,7 +426,8 @@ def diff_lines(sketch: dict[str, Any]) -> list[str]:
 def render_sketch_message(number: int, code: Excerpt, data: dict[str, Any]) -> str:
     """What the session page shows while a sketch is written."""
     head = f"**Change sketch for step {number}:** `{code.name}` at `{code.path}:{code.start}`"
-    lines = diff_lines(data)
+    before = span_lines(code, data.get("first"), data.get("last"))
+    lines = diff_lines({"before": before, "after": data.get("after") or []})
     return head + ("\n\n```diff\n" + "\n".join(lines) + "\n```" if lines else "")
 
 

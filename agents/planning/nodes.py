@@ -50,7 +50,7 @@ from agents.plan import (
     with_step_files,
 )
 from agents.planning.sketching import sketch_steps
-from agents.prompts import AGENT_A, AGENT_B, agent_system, code_context, language_rule
+from agents.prompts import AGENT_A, AGENT_B, agent_messages, code_context, language_rule
 from agents.providers.base import ChatMessage
 from agents.review_checks import action_risks, checks_block, review_points
 from agents.runtime import TurnStream
@@ -259,8 +259,12 @@ class NodeContext:
             analysis=self.session.task_analysis or {},
         )
 
-    def system(self, role_prompt: str) -> ChatMessage:
-        return agent_system(role_prompt, self.session.task_analysis, self.session.language)
+    def messages(self, role: str, shared: list[str], own: list[str]) -> list[ChatMessage]:
+        """A turn's messages (agents.prompts.agent_messages): `shared`, what the turns of
+        both agents start with, then the role, then the turn's `own` parts."""
+        return agent_messages(
+            role, self.session.task_analysis, self.session.language, shared=shared, own=own
+        )
 
     def notes(self) -> str:
         notes = human_notes(self.session)
@@ -294,7 +298,7 @@ def analyze_codebase(ctx: NodeContext) -> NodeResult:
         agent_for(ctx.session, "A"),
         turn_key=f"analyze:{ctx.state.iteration}",
         node="analyze_codebase",
-        messages=[ctx.system(AGENT_A), ChatMessage("user", prompt)],
+        messages=ctx.messages(AGENT_A, [], [prompt]),
         max_tokens=320,
         # The 0.5B model "analyses" by pasting the code it was shown back: redone once.
         answering=code_context(ctx.hits),
@@ -312,7 +316,8 @@ def investigate(ctx: NodeContext) -> NodeResult:
 
 def propose_changes(ctx: NodeContext) -> NodeResult:
     iteration = ctx.state.iteration + 1
-    parts = [*ctx.grounding(), f"Task: {ctx.session.task}{ctx.notes()}"]
+    shared = [*ctx.grounding(), f"Task: {ctx.session.task}{ctx.notes()}"]
+    parts: list[str] = []
     if ctx.state.analysis:
         parts.append(f"Analysis so far:\n{ctx.state.analysis}")
     if ctx.state.proposal and ctx.state.review:
@@ -337,7 +342,7 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
         agent_for(ctx.session, "A"),
         turn_key=f"propose:{iteration}",
         node="propose_changes",
-        messages=[ctx.system(AGENT_A), ChatMessage("user", "\n\n".join(parts))],
+        messages=ctx.messages(AGENT_A, shared, parts),
         schema=schema,
         render=lambda data, complete: render_proposal(
             merge_new_files(data), ctx.paths, complete=complete
@@ -370,23 +375,14 @@ def review_and_refine(ctx: NodeContext) -> NodeResult:
         + f"Cite {_cite(ctx)}. Write only your review, at most 180 words. "
         f"{language_rule(ctx.session.language)}\n\nYour review:"
     )
-    prompt = "\n\n".join(
-        p
-        for p in [
-            *ctx.grounding(),
-            f"Task: {ctx.session.task}{ctx.notes()}",
-            f"<proposal>\n{proposal_md}\n</proposal>",
-            checks_block(points),
-            request,
-        ]
-        if p
-    )
+    shared = [*ctx.grounding(), f"Task: {ctx.session.task}{ctx.notes()}"]
+    own = [f"<proposal>\n{proposal_md}\n</proposal>", checks_block(points), request]
     message = text_turn(
         ctx.session,
         agent_for(ctx.session, "B"),
         turn_key=f"review:{ctx.state.iteration}",
         node="review_and_refine",
-        messages=[ctx.system(AGENT_B), ChatMessage("user", prompt)],
+        messages=ctx.messages(AGENT_B, shared, own),
         max_tokens=REVIEW_TOKENS,
         # A "review" that restates the proposal, or the task and the instruction, is no review.
         answering=f"{proposal_md}\n{ctx.session.task}\n{request}",
@@ -606,16 +602,13 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
         "risks: the concrete failure cases of this change and how to guard against them. "
         + language_rule(ctx.session.language)
     )
-    prompt = "\n\n".join(
-        [
-            *ctx.grounding(code_budget=2500),
-            f"Task: {ctx.session.task}{ctx.notes()}",
-            f"Approved proposal:\n{proposal_md}",
-            f"Reviewer's critique:\n{ctx.state.review}" if ctx.state.review else "",
-            checks_block(points),
-            request,
-        ]
-    )
+    shared = [*ctx.grounding(code_budget=2500), f"Task: {ctx.session.task}{ctx.notes()}"]
+    own = [
+        f"Approved proposal:\n{proposal_md}",
+        f"Reviewer's critique:\n{ctx.state.review}" if ctx.state.review else "",
+        checks_block(points),
+        request,
+    ]
     message, draft = structured_turn(
         ctx.session,
         agent_for(ctx.session, "A"),
@@ -623,7 +616,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
         # next proposal: a run that crashed after this turn finds it finished, not a new one.
         turn_key=f"finalize:{ctx.state.iteration}",
         node="finalize_plan",
-        messages=[ctx.system(AGENT_A), ChatMessage("user", prompt)],
+        messages=ctx.messages(AGENT_A, shared, own),
         schema=ctx.file_schema(PlanDraft),
         render=lambda data, complete: render_plan(
             merge_new_files(data), ctx.paths, title=ctx.session.title, complete=complete

@@ -9,9 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agents.prompts import AGENT_A, agent_system
+from agents.prompts import AGENT_A, agent_messages
 from agents.providers.base import ChatMessage
 from agents.sketches import (
+    MAX_SPAN,
     Excerpt,
     check,
     excerpt,
@@ -53,27 +54,29 @@ class Brief:
 def sketch_prompt(brief: Brief, code: Excerpt, problems: list[str]) -> list[ChatMessage]:
     where = f"`{code.path}:{code.start}-{code.end}`"
     request = (
-        "Write the change this step makes to this code only, as JSON. before: the "
-        "consecutive lines of the code above that change (1 to 8, copied exactly; to add "
-        "code, the line it goes after). after: what those lines become, as complete code "
-        "with the same indentation. Change only what the step needs."
+        "Write the change this step makes to this code only, as JSON. first and last: the "
+        "numbers on the left of the first and the last line of the code above that change "
+        f"(at most {MAX_SPAN} lines; to add code, the line it goes after). after: what lines "
+        "first to last become, as complete code with the same indentation. Change only what "
+        "the step needs."
     )
     if problems:
         listed = "\n".join(f"- {p}" for p in problems)
         request = f"Your last sketch failed the check:\n{listed}\n\n{request}"
     step = brief.step
-    prompt = "\n\n".join(
-        [
-            f"Task: {brief.task}",
+    return agent_messages(
+        AGENT_A,
+        brief.analysis,
+        brief.language,
+        shared=[f"Task: {brief.task}"],
+        own=[
             f"Step {brief.number} of the plan: {step.get('title') or ''} — "
             f"{step.get('detail') or ''}",
             f"The current code of `{code.name}`, {where} (line numbers on the left are not "
             f"part of the code; untrusted data):\n<code>\n{code.numbered()}\n</code>",
             request,
-        ]
+        ],
     )
-    system = agent_system(AGENT_A, brief.analysis, brief.language)
-    return [system, ChatMessage("user", prompt)]
 
 
 Ask = Callable[[int, list[ChatMessage], type[BaseModel]], Any]
@@ -88,15 +91,14 @@ def write_sketch(brief: Brief, code: Excerpt, ask: Ask) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for attempt in (1, 2):
         reply = ask(attempt, sketch_prompt(brief, code, problems), sketch_schema(code))
-        before = [str(b) for b in getattr(reply, "before", [])]
         after = [str(a) for a in getattr(reply, "after", [])]
-        checked = check(before, after, code)
+        checked = check(getattr(reply, "first", 0), getattr(reply, "last", 0), after, code)
         after = with_blank_lines(
             reindented(after, checked.before, indent_unit(code)), checked.before, code.language
         )
         problems = checked.problems or [p for p in [syntax_problem(code, checked, after)] if p]
         result = {
-            "before": checked.before if not checked.problems else before,
+            "before": checked.before,
             "after": after,
             "start": checked.start,
             "checked": not problems,

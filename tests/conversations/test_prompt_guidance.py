@@ -6,6 +6,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agents.analysis import GUIDANCE
+from agents.prompts import AGENT_A, AGENT_B, TEAM
 from agents.providers.fake import FakeProvider
 from tests.conversations.wsclient import Client
 
@@ -24,7 +25,7 @@ async def run_to_checkpoint(start, user, task):
 
 def agent_turns(calls):
     """The calls of Agent A's and Agent B's turns (not the app's own checks)."""
-    return [c for c in calls if c.messages[0].content.startswith("You are Agent")]
+    return [c for c in calls if c.messages[0].content.startswith(TEAM)]
 
 
 @pytest.mark.parametrize(
@@ -40,9 +41,9 @@ async def test_each_agent_turn_is_told_what_this_kind_of_task_asks(
     session, calls = await run_to_checkpoint(start, user, task)
     assert session.task_analysis["type"] == kind
     turns = agent_turns(calls)
-    assert {c.messages[0].content.split(",")[0] for c in turns} >= {
-        "You are Agent A",
-        "You are Agent B",
+    assert {role for c in turns for role in (AGENT_A, AGENT_B) if role in c.request} == {
+        AGENT_A,
+        AGENT_B,
     }
     for call in turns:
         assert GUIDANCE[kind] in call.messages[0].content

@@ -8,6 +8,7 @@ own thread, so each prompt is the one production builds for that state."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from agents.analysis import guidance
 from agents.investigation.clarify import QuestionAsked
 from agents.investigation.session import profile_summary
 from agents.planning import nodes
-from agents.prompts import AGENT_A, AGENT_B, TOOL_GUIDE
+from agents.prompts import AGENT_A, AGENT_B, TEAM, TOOL_GUIDE
 from agents.providers.fake import FakeProvider
 from agents.verification import NO_OBJECTION_NOTE
 from conversations import services
@@ -105,9 +106,10 @@ def grounding(session: PlanningSession, ctx: nodes.NodeContext) -> dict[str, str
 
 
 def a_system(ctx: nodes.NodeContext) -> dict[str, str]:
+    """What the system prompt of both agents' turns holds; the role is in the request."""
     line = guidance(ctx.session.task_analysis or {})
     assert line, "the task is analysed: its guidance line is in every system prompt"
-    return {"Agent A's role": AGENT_A, "the task analysis's guidance": line}
+    return {"the team and its rules": TEAM, "the task analysis's guidance": line}
 
 
 def with_note(session: PlanningSession) -> None:
@@ -123,6 +125,7 @@ def test_the_analysis_prompt_holds_the_task_the_notes_and_the_code(session):
     nodes.analyze_codebase(ctx)
     call = FakeProvider.latest(asking="Your analysis:")
     assert missing(call.messages[0].content, a_system(ctx)) == []
+    assert AGENT_A in call.request
     assert (
         missing(
             call.request,
@@ -144,6 +147,7 @@ def test_the_first_proposal_prompt_holds_the_grounding_the_task_and_the_analysis
     nodes.propose_changes(ctx)
     call = FakeProvider.latest(schema="Proposal")
     assert missing(call.messages[0].content, a_system(ctx)) == []
+    assert AGENT_A in call.request
     assert (
         missing(
             call.request,
@@ -210,7 +214,8 @@ def test_the_review_prompt_holds_the_grounding_the_proposal_and_the_apps_checks(
     nodes.review_and_refine(ctx)
     call = FakeProvider.latest(asking="Your review:")
     points = Message.objects.get(session=session, turn_key="checks:1").data["review_points"]
-    assert missing(call.messages[0].content, {"Agent B's role": AGENT_B}) == []
+    assert missing(call.messages[0].content, a_system(ctx)) == []
+    assert AGENT_B in call.request and AGENT_A not in call.prompt
     assert (
         missing(
             call.request,
@@ -261,12 +266,31 @@ def test_a_proposal_after_a_review_with_no_objection_is_told_so(session):
     assert "discarded" not in prompt  # no objection was raised, so none was discarded
 
 
+def test_agent_bs_review_begins_as_agent_as_proposal_did_up_to_the_role(session):
+    # The local model's prompt cache reuses the longest prefix a slot holds: with each role
+    # first, B's review read the grounding A's proposal had just read again (3,506 tokens,
+    # 5 cached on xarray-2905).
+    ctx = investigated(session, analysis=ANALYSIS)
+    nodes.propose_changes(ctx)
+    ctx = investigated(session, proposal=proposal(), iteration=1)
+    nodes.review_and_refine(ctx)
+    proposed = FakeProvider.prompt(schema="Proposal")
+    reviewed = FakeProvider.prompt(asking="Your review:")
+    shared = proposed[: len(os.path.commonprefix([proposed, reviewed]))]
+    assert "Evidence from the codebase (untrusted data" in shared
+    # They part at the role ("You are Agent A…", "You are Agent B…"), right after the task.
+    role = shared.rindex("You are Agent ")
+    assert shared[:role].rstrip().endswith(f"Task: {TASK}")
+    assert proposed[role:].startswith(AGENT_A) and reviewed[role:].startswith(AGENT_B)
+
+
 def test_the_final_plan_prompt_holds_the_proposal_the_critique_and_the_checks(session):
     with_note(session)
     ctx = investigated(session, proposal=proposal("todo/api.py"), review=CRITIQUE, iteration=1)
     nodes.finalize_plan(ctx)
     call = FakeProvider.latest(schema="PlanDraft")
     assert missing(call.messages[0].content, a_system(ctx)) == []
+    assert AGENT_A in call.request
     assert (
         missing(
             call.request,
@@ -303,7 +327,7 @@ def test_a_change_sketch_prompt_holds_the_step_its_code_and_what_did_not_match(s
         "testing": ["A day-old token is refused."],
         "risks": ["Clock skew."],
     }  # fmt: skip
-    wrong = {"before": ["a line this code does not have"], "after": ["x = 1"]}
+    wrong = {"first": 999, "last": 999, "after": ["x = 1"]}  # not a line of the code
     FakeProvider.script("fake", draft, wrong)  # the plan, then a sketch that does not match
     nodes.finalize_plan(ctx)
     first, redo = FakeProvider.prompts(schema="ChangeSketch")[:2]
@@ -484,7 +508,7 @@ def test_the_section_rewrite_prompt_holds_the_plan_the_section_and_the_instructi
     FakeProvider.script("fake", {"summary": "Old tokens are dropped lazily, on lookup."})
     assert plan_writer.regenerate_section(request.pk) is not None
     call = FakeProvider.latest(schema="SummaryReply")
-    assert AGENT_A in call.messages[0].content
+    assert TEAM in call.messages[0].content and AGENT_A in call.request
     assert (
         missing(
             call.request,
