@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model
@@ -134,42 +134,48 @@ def window(
     return Excerpt(path, name, first, tuple(lines[first - 1 : last]), (start, end), language)
 
 
-MAX_SPAN = 10
+MAX_SPAN = 8
 """Lines one sketch may replace: a step's change is a few lines a reviewer reads in a minute."""
 
 
 def sketch_schema(code: Excerpt) -> type[BaseModel]:
-    """first, last: line numbers of `code`; after: free. The lines a sketch replaces are named
-    by their numbers and taken from the code, so they are its own lines, consecutive and
-    verbatim, by construction. (Offered the lines themselves as an enum, the 1.5B model named
-    one line eight times, or picked lines here and there, and its redo did the same: 1 of 8
-    sketches passed on the grounding bench.) The JSON schema (a grammar for the local model,
-    response_format for a remote one) offers only the numbers of the code's lines that hold
-    code, not blank or comment lines; validation takes any integer, so a provider that ignores
-    the schema is caught by `check` and asked again with the problem shown."""
-    numbers = [n for n, line in enumerate(code.lines, code.start) if offered(line, code.language)]
+    """first: one line of `code`; lines: how many from it (1 to MAX_SPAN); after: free. The
+    lines replaced are taken from the code, so they are its own lines, consecutive and verbatim
+    by construction, and few by the schema. Two schemas were measured before this one on the
+    sketch bench (bench/sketches.py, local-1.5b): offered the code's lines as an enum of
+    "before" lines, the model named the def line eight times in 7 of 23 sketches and skipped
+    lines in 3 more (12 of 23 passed the check); asked for the first and last line numbers, it
+    named the whole definition and copied the line numbers into its code (0 of 6). One line
+    named by its text cannot loop, and a count cannot reach past MAX_SPAN.
+
+    The JSON schema (a grammar for the local model, response_format for a remote one) offers
+    only the code's own lines (whitespace folded, not blank or comment lines) as `first`;
+    validation takes any string and number, so a provider that ignores the schema is caught
+    by `check` and asked again with the problem shown, not failed as invalid JSON."""
+    choices: list[Any] = list(
+        dict.fromkeys(fold(line) for line in code.lines if offered(line, code.language))
+    )
     return create_model(
         "ChangeSketch",
         first=(
-            int,
+            str,
             Field(
-                description="The number on the left of the first line of the code shown that "
-                "the step changes (to add code: the line it goes after).",
-                json_schema_extra={"enum": numbers},
+                description="The first line of the code shown that the step changes, copied "
+                "exactly (to add code: the line it goes after).",
+                json_schema_extra={"enum": choices},
             ),
         ),
-        last=(
+        lines=(
             int,
             Field(
-                description=f"The number of the last line that changes (at most {MAX_SPAN} "
-                "lines from first; the same as first for one line).",
-                json_schema_extra={"enum": numbers},
+                description=f"How many consecutive lines from it change (1 to {MAX_SPAN}).",
+                json_schema_extra={"enum": list(range(1, MAX_SPAN + 1))},
             ),
         ),
         after=(
             list[str],
             Field(
-                description="Lines first to last as they read after the change, as complete code.",
+                description="What those lines become, as complete code.",
                 max_length=MAX_SPAN + 8,
             ),
         ),
@@ -179,70 +185,136 @@ def sketch_schema(code: Excerpt) -> type[BaseModel]:
 @dataclass(frozen=True)
 class Checked:
     before: list[str]
-    """The lines the sketch replaces as the code spells them (indentation included): the
-    code's lines from its first line to its last."""
+    """The lines the sketch replaces as the code spells them (indentation included)."""
     start: int
     """The line number of the first of them (0 when the sketch named no line of the code)."""
     problems: list[str]
+    after: list[str] = field(default_factory=list)
+    """What replaces them: the model's "after" lines, with the definition's header kept above
+    them when the sketch adds code after it (`check`)."""
 
 
-def span_lines(code: Excerpt, first: Any, last: Any) -> list[str]:
-    """The code's lines `first` to `last` (either order), or [] when they are not its lines:
-    what a sketch being written replaces, as far as it has said."""
+def span_lines(code: Excerpt, first: Any, count: Any) -> list[str]:
+    """The `count` lines of the code from the line `first` (folded text), or [] when `first`
+    is not one of them: what a sketch being written replaces, as far as it has said."""
+    at = _line_of(code, first)
+    if at is None:
+        return []
     try:
-        low, high = sorted((int(first), int(last if last is not None else first)))
+        many = max(1, min(int(count or 1), MAX_SPAN))
     except (TypeError, ValueError):
-        return []
-    if low < code.start or high > code.end:
-        return []
-    return list(code.lines[low - code.start : high - code.start + 1])
+        many = 1
+    return list(code.lines[at : at + many])
 
 
-def check(first: int, last: int, after: list[str], code: Excerpt) -> Checked:
-    """The sketch's lines `first` to `last` (either order) are lines of the code, at most
-    MAX_SPAN of them, and `after` changes them without writing one line over and over. An
-    "after" that begins with the unchanged line above `first` (or ends with the one below
-    `last`) quotes it: the span grows to take it in, so it is not written twice."""
-    first, last = sorted((int(first), int(last)))
-    if first < code.start or last > code.end:
-        outside = first if first < code.start else last
-        return Checked(
-            [],
-            0,
-            [
-                f"Line {outside} is not a line of the code of `{code.name}` shown (lines "
-                f"{code.start}-{code.end})."
-            ],
-        )
-    folded_after = [fold(a) for a in after if fold(a)]
-    while (
-        first > code.start
-        and folded_after
-        and fold(code.lines[first - code.start]) != folded_after[0]
-        and fold(code.lines[first - 1 - code.start]) == folded_after[0]
-    ):
-        first -= 1
-    while (
-        last < code.end
-        and folded_after
-        and fold(code.lines[last - code.start]) != folded_after[-1]
-        and fold(code.lines[last + 1 - code.start]) == folded_after[-1]
-    ):
-        last += 1
-    before = list(code.lines[first - code.start : last - code.start + 1])
+def _line_of(code: Excerpt, text: Any) -> int | None:
+    """The index in the code of its first line reading `text` (white space folded)."""
+    want = fold(str(text or ""))
+    if not want:
+        return None
+    return next((n for n, line in enumerate(code.lines) if fold(line) == want), None)
+
+
+def check(first: str, count: int, after: list[str], code: Excerpt) -> Checked:
+    """The sketch's line `first` is a line of the code; the `count` lines from it are what it
+    replaces, at most MAX_SPAN; `after` changes them without writing one line over and over.
+    The model's count is adjusted where its own "after" lines say otherwise: an "after" that
+    begins with the unchanged line above (or ends with an unchanged line below) quotes it, so
+    the span takes it in rather than writing it twice; one that ends with a line inside the
+    span (a line worth the comparison) ends the span there rather than deleting the lines
+    after it."""
+    at = _line_of(code, first)
+    if at is None:
+        problem = f"`{str(first).strip()}` is not a line of `{code.name}`."
+        return Checked([], 0, [problem], list(after))
+    try:
+        many = int(count)
+    except (TypeError, ValueError):
+        many = 1
+    end = min(at + max(1, many), len(code.lines)) - 1
+    folded = [fold(a) for a in after if fold(a)]
+    if at == code.whole[0] - code.start and not _names(after, code.name):
+        # The definition's first line named, and none of the after lines is its header: the
+        # model named the line its new code goes after, as the prompt says to. A sketch that
+        # replaced the header would delete the definition (local-1.5b wrote two statements
+        # in place of `def __array_ufunc__(…)`), so the header (and a docstring under it) stays.
+        end = _header_end(code, at)
+        after = [*code.lines[at : end + 1], *_under(code, end, after)]
+    elif folded:
+        while (
+            at > 0 and fold(code.lines[at]) != folded[0] and fold(code.lines[at - 1]) == folded[0]
+        ):
+            at -= 1
+        last = folded[-1]
+        quoted = [
+            n
+            for n in range(at, min(len(code.lines), at + MAX_SPAN + 2))
+            if fold(code.lines[n]) == last and len(last) >= MIN_REPEATED_CHARS
+        ]
+        if quoted and fold(code.lines[end]) != last:
+            beyond = [n for n in quoted if n > end]
+            within = [n for n in quoted if n < end]
+            end = beyond[0] if beyond else within[-1] if within else end
+    before = list(code.lines[at : end + 1])
     problems: list[str] = []
-    if last - first + 1 > MAX_SPAN:
-        problems.append(
-            f"Lines {first}-{last} are {last - first + 1} lines: a sketch replaces at most "
-            f"{MAX_SPAN} consecutive lines. Choose the few lines that change."
-        )
     code_lines = [fold(b) for b in before if offered(b, code.language)]
-    if [a for a in folded_after if not comment(a, code.language)] == code_lines:
+    if len(code_lines) > MAX_SPAN:
         problems.append(
-            f"The after lines are lines {first}-{last} as they are: the sketch changes nothing."
+            f"Lines {code.start + at}-{code.start + end} hold {len(code_lines)} lines of code: "
+            f"a sketch replaces at most {MAX_SPAN}. Choose the few lines that change."
+        )
+    if [a for a in folded if not comment(a, code.language)] == code_lines:
+        problems.append(
+            f"The after lines are lines {code.start + at}-{code.start + end} as they are: the "
+            "sketch changes nothing."
         )
     problems += _repeats(before, after)
-    return Checked(before, first, problems)
+    return Checked(before, code.start + at, problems, list(after))
+
+
+def _under(code: Excerpt, end: int, added: list[str]) -> list[str]:
+    """`added` indented as the body below line `end` is (one step deeper than the header when
+    nothing follows), keeping the model's own nesting among its lines."""
+    body = next(
+        (_indent(line) for line in code.lines[end + 1 :] if line.strip()),
+        _indent(code.lines[end]) + indent_unit(code),
+    )
+    base = min((len(_indent(a)) for a in added if a.strip()), default=0)
+    return [f"{body}{a[base:]}" if a.strip() else a for a in added]
+
+
+def _names(after: list[str], name: str) -> bool:
+    """Whether one of the `after` lines writes the definition's own name (its header, kept or
+    changed)."""
+    own = re.compile(rf"(?<![\w]){re.escape(name.rsplit('.', 1)[-1])}(?![\w])")
+    return any(own.search(line) for line in after)
+
+
+_DOCSTRING_OPEN = re.compile(r"""^[rRbBuU]{0,2}(\"\"\"|''')""")
+HEADER_LINES = 12
+"""A definition's header (its signature, split over lines) ends within this many lines."""
+
+
+def _header_end(code: Excerpt, at: int) -> int:
+    """The index of the last line of the header starting at `at` (the line that ends with `:`
+    or `{`), or of the Python docstring right under it; `at` when no such line is near."""
+    lines = code.lines
+    ends = [
+        n
+        for n in range(at, min(len(lines), at + HEADER_LINES))
+        if fold(lines[n]).endswith((":", "{"))
+    ]
+    if not ends:
+        return at
+    end = ends[0]
+    opener = _DOCSTRING_OPEN.match(fold(lines[end + 1])) if end + 1 < len(lines) else None
+    if code.language != "python" or opener is None:
+        return end
+    quote = opener.group(1)
+    if quote in fold(lines[end + 1])[opener.end() :]:
+        return end + 1  # a one-line docstring
+    closing = [n for n in range(end + 2, len(lines)) if quote in lines[n]]
+    return closing[0] if closing else end
 
 
 REPEATS = 3
@@ -426,7 +498,7 @@ def diff_lines(sketch: dict[str, Any]) -> list[str]:
 def render_sketch_message(number: int, code: Excerpt, data: dict[str, Any]) -> str:
     """What the session page shows while a sketch is written."""
     head = f"**Change sketch for step {number}:** `{code.name}` at `{code.path}:{code.start}`"
-    before = span_lines(code, data.get("first"), data.get("last"))
+    before = span_lines(code, data.get("first"), data.get("lines"))
     lines = diff_lines({"before": before, "after": data.get("after") or []})
     return head + ("\n\n```diff\n" + "\n".join(lines) + "\n```" if lines else "")
 

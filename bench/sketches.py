@@ -165,8 +165,8 @@ def one(row: dict[str, Any], provider: Any, corpus: Path) -> dict[str, Any] | No
 def report(rows: list[dict[str, Any]]) -> str:
     out = [
         "| code | definitions | passed first call | passed (with redo) | overlaps the fix | "
-        "calls | median s per definition | load |",
-        "|---|---|---|---|---|---|---|---|",
+        "passed and overlaps | calls | median s per definition | load |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     by_code: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
@@ -176,8 +176,9 @@ def report(rows: list[dict[str, Any]]) -> str:
         first = sum(r["passed_first"] for r in mine)
         passed = sum(r["passed"] for r in mine)
         overlap = sum(r["overlap"] for r in mine)
+        both = sum(r["overlap"] and r["passed"] for r in mine)
         out.append(
-            f"| {code} | {n} | {first}/{n} | {passed}/{n} | {overlap}/{n} | "
+            f"| {code} | {n} | {first}/{n} | {passed}/{n} | {overlap}/{n} | {both}/{n} | "
             f"{sum(r['calls'] for r in mine)} | {statistics.median(r['seconds'] for r in mine)} | "
             f"{statistics.median(r['load'] for r in mine):.2f} |"
         )

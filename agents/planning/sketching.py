@@ -54,11 +54,11 @@ class Brief:
 def sketch_prompt(brief: Brief, code: Excerpt, problems: list[str]) -> list[ChatMessage]:
     where = f"`{code.path}:{code.start}-{code.end}`"
     request = (
-        "Write the change this step makes to this code only, as JSON. first and last: the "
-        "numbers on the left of the first and the last line of the code above that change "
-        f"(at most {MAX_SPAN} lines; to add code, the line it goes after). after: what lines "
-        "first to last become, as complete code with the same indentation. Change only what "
-        "the step needs."
+        "Write the change this step makes to this code only, as JSON. first: the first "
+        "line of the code above that changes, copied exactly (to add code: the line it goes "
+        f"after). lines: how many consecutive lines from it change (1 to {MAX_SPAN}). after: "
+        "what those lines become, as complete code with the same indentation. Change only "
+        "what the step needs."
     )
     if problems:
         listed = "\n".join(f"- {p}" for p in problems)
@@ -92,7 +92,8 @@ def write_sketch(brief: Brief, code: Excerpt, ask: Ask) -> dict[str, Any]:
     for attempt in (1, 2):
         reply = ask(attempt, sketch_prompt(brief, code, problems), sketch_schema(code))
         after = [str(a) for a in getattr(reply, "after", [])]
-        checked = check(getattr(reply, "first", 0), getattr(reply, "last", 0), after, code)
+        checked = check(getattr(reply, "first", ""), getattr(reply, "lines", 1), after, code)
+        after = checked.after
         after = with_blank_lines(
             reindented(after, checked.before, indent_unit(code)), checked.before, code.language
         )

@@ -1,5 +1,5 @@
-"""Change sketches: the model names the lines a step changes by their numbers and the lines
-replaced are taken from the definition's code; the plan shows that code with its real line
+"""Change sketches: the model names the first line a step changes and how many lines, and the
+lines replaced are taken from the definition's code; the plan shows that code with its real line
 numbers (folded when long); and a sketch that fails the check is asked for again once, with
 the problem shown, and then flagged."""
 
@@ -10,6 +10,7 @@ from agents.planning.sketching import sketch_steps
 from agents.providers.fake import FakeProvider
 from agents.sketches import (
     MAX_SPAN,
+    Checked,
     Excerpt,
     check,
     hunk,
@@ -32,52 +33,61 @@ CODE = Excerpt(
 )
 
 
-def test_the_lines_replaced_are_the_codes_own_lines_from_first_to_last():
-    checked = check(16, 17, ["token = repr(user)"], CODE)
+def test_the_lines_replaced_are_the_codes_own_lines_from_the_first_named():
+    checked = check("token  =  str(user)", 2, ["token = repr(user)"], CODE)
     assert checked.problems == []
     assert checked.start == 16
     assert checked.before == ["        token = str(user)", "        return token"]
-    assert check(17, 16, ["token = repr(user)"], CODE) == checked  # either order
 
 
-def test_a_line_number_outside_the_code_shown_is_a_problem_naming_it():
-    checked = check(14, 16, ["token = 1"], CODE)
-    assert checked.problems == [
-        "Line 14 is not a line of the code of `TokenStore.issue` shown (lines 15-17)."
-    ]
+def test_a_first_line_the_code_lacks_is_a_problem_naming_it():
+    checked = check("token = make(user)", 1, ["token = 1"], CODE)
+    assert checked.problems == ["`token = make(user)` is not a line of `TokenStore.issue`."]
     assert checked.before == [] and checked.start == 0
 
 
 def test_a_sketch_that_changes_nothing_is_a_problem():
-    checked = check(17, 17, ["return   token"], CODE)
+    checked = check("return token", 1, ["return   token"], CODE)
     assert checked.problems == [
         "The after lines are lines 17-17 as they are: the sketch changes nothing."
     ]
 
 
 def test_more_lines_than_a_sketch_may_replace_are_a_problem():
-    long = Excerpt("a.py", "f", 1, tuple(f"x{n} = {n}" for n in range(30)), (1, 30), "python")
-    checked = check(1, MAX_SPAN + 1, ["x = 1"], long)
+    # A window inside a long definition (its header is above it, at line 1).
+    long = Excerpt("a.py", "f", 2, tuple(f"x{n} = {n}" for n in range(30)), (1, 31), "python")
+    checked = check("x0 = 0", MAX_SPAN + 1, ["x = 1"], long)
     assert checked.problems == [
-        f"Lines 1-{MAX_SPAN + 1} are {MAX_SPAN + 1} lines: a sketch replaces at most "
-        f"{MAX_SPAN} consecutive lines. Choose the few lines that change."
+        f"Lines 2-{MAX_SPAN + 2} hold {MAX_SPAN + 1} lines of code: a sketch replaces at most "
+        f"{MAX_SPAN}. Choose the few lines that change."
     ]
-    assert check(1, MAX_SPAN, ["x = 1"], long).problems == []
+    assert check("x0 = 0", MAX_SPAN, ["x = 1"], long).problems == []
 
 
 def test_an_after_quoting_the_unchanged_line_above_or_below_takes_it_in_not_twice():
     # Line 16 named, but the model wrote the def line above it first: it is not new code.
-    above = check(16, 16, ["def issue(self, user):", "    token = repr(user)"], CODE)
+    above = check(
+        "token = str(user)", 1, ["def issue(self, user):", "    token = repr(user)"], CODE
+    )
     assert above.start == 15 and above.problems == []
     assert above.before == ["    def issue(self, user):", "        token = str(user)"]
-    below = check(16, 16, ["token = repr(user)", "return token"], CODE)
+    below = check("token = str(user)", 1, ["token = repr(user)", "return token"], CODE)
     assert below.start == 16 and len(below.before) == 2
+
+
+def test_an_after_ending_on_a_line_inside_the_count_ends_the_span_there():
+    # The count said three, but the after lines end with the code's line 16 unchanged: the
+    # model changed the def line, not deleted the return below it.
+    checked = check(
+        "def issue(self, user):", 3, ["def issue(self, user, now):", "token = str(user)"], CODE
+    )
+    assert checked.before == ["    def issue(self, user):", "        token = str(user)"]
 
 
 def test_an_after_that_writes_one_line_over_and_over_is_a_problem():
     # local-1.5b on seaborn-2848: the definition's first line nine times, each nested deeper.
-    looped = ["def issue(self, user):"] * 9 + ["token = str(user)"]
-    checked = check(15, 15, looped, CODE)
+    looped = ["def issue(self, user):"] * 9 + ["token = repr(user)"]
+    checked = check("def issue(self, user):", 1, looped, CODE)
     assert checked.problems == [
         "The after lines write `def issue(self, user):` 9 times: write each line once."
     ]
@@ -85,16 +95,20 @@ def test_an_after_that_writes_one_line_over_and_over_is_a_problem():
 
 def test_short_lines_and_lines_the_code_repeats_may_repeat():
     after = ["token = str(user)", "if token:", "    pass", "if user:", "    pass", "    pass"]
-    assert check(16, 16, after, CODE).problems == []
+    assert check("token = str(user)", 1, after, CODE).problems == []
     twice = ["token = str(user)", "token = str(user)"]
-    assert check(16, 16, [*twice, "log(token)"], CODE).problems == []
+    assert check("token = str(user)", 1, [*twice, "log(token)"], CODE).problems == []
 
 
-def test_the_schema_offers_the_numbers_of_the_codes_own_lines():
+def test_the_schema_offers_one_line_of_the_code_and_a_count_that_cannot_pass_the_limit():
     schema = sketch_schema(CODE).model_json_schema()
-    assert schema["properties"]["first"]["enum"] == [15, 16, 17]
-    assert schema["properties"]["last"]["enum"] == [15, 16, 17]
-    assert schema["required"] == ["first", "last", "after"]
+    assert schema["properties"]["first"]["enum"] == [
+        "def issue(self, user):",
+        "token = str(user)",
+        "return token",
+    ]
+    assert schema["properties"]["lines"]["enum"] == list(range(1, MAX_SPAN + 1))
+    assert schema["required"] == ["first", "lines", "after"]
 
 
 def test_after_lines_written_without_indentation_get_the_codes():
@@ -132,7 +146,7 @@ FIX = [
 
 
 def test_after_lines_get_each_line_its_own_indentation_back():
-    checked = check(39, 41, FIX, CALL)
+    checked = check(FIX[0], 3, FIX, CALL)
     assert reindented(FIX, checked.before, indent_unit(CALL)) == [
         "    def __call__(self, data, groupby, orient, scales):",
         "        return (",
@@ -143,7 +157,7 @@ def test_after_lines_get_each_line_its_own_indentation_back():
 
 
 def test_a_sketch_is_one_hunk_with_real_line_numbers_and_unchanged_lines_as_context():
-    checked = check(39, 41, FIX, CALL)
+    checked = check(FIX[0], 3, FIX, CALL)
     after = with_blank_lines(reindented(FIX, checked.before, indent_unit(CALL)), checked.before)
     assert hunk(CALL, checked, after) == [
         "@@ -39,4 +39,7 @@ PolyFit.__call__",
@@ -199,7 +213,7 @@ FIT_AFTER = [
 
 
 def test_the_models_flat_and_nested_lines_become_the_few_lines_it_changes():
-    checked = check(22, 30, FIT_AFTER, FIT)
+    checked = check(FIT_AFTER[0], 8, FIT_AFTER, FIT)
     after = with_blank_lines(
         reindented(FIT_AFTER, checked.before, indent_unit(FIT)), checked.before
     )
@@ -218,16 +232,69 @@ def test_the_models_flat_and_nested_lines_become_the_few_lines_it_changes():
 
 def test_a_sketch_that_leaves_the_definition_unparsable_is_a_problem():
     after = ["        return groupby.apply(data.dropna(, self._fit_predict)"]
-    checked = check(41, 41, after, CALL)
+    checked = check("return groupby.apply(data, self._fit_predict)", 1, after, CALL)
     assert checked.problems == []
     assert syntax_problem(CALL, checked, after).startswith(
         "With this change `PolyFit.__call__` no longer parses (near line 41)"
     )
 
 
+def test_a_method_whose_header_a_sketch_would_replace_no_longer_parses_in_python():
+    # tree-sitter recovers from the unexpected indent without an error node; Python does not.
+    body = ["        x = 1", "        return x"]
+    code = Excerpt("a.py", "A.f", 5, ("    def f(self, node):", *body), (5, 7), "python")
+    checked = Checked(["    def f(self, node):"], 5, [])
+    assert syntax_problem(code, checked, ["    node.t = 1"]).startswith(
+        "With this change `A.f` no longer parses"
+    )
+
+
+# astropy 5.3's Quantity.__array_ufunc__, shortened: its header spans lines and a docstring
+# follows, as in the sketch bench's case where local-1.5b named the def line and wrote two
+# statements, which replaced the header.
+UFUNC = Excerpt(
+    "astropy/units/quantity.py",
+    "Quantity.__array_ufunc__",
+    612,
+    (
+        "    def __array_ufunc__(",
+        "        self, function, method, *inputs, **kwargs",
+        "    ):",
+        '        """Wrap numpy ufuncs, taking care of units.',
+        "",
+        '        """',
+        "        converters, unit = converters_and_unit(function, method, *inputs)",
+        "        return result",
+    ),
+    (612, 619),
+    "python",
+)
+
+
+def test_new_lines_after_a_named_header_go_under_the_header_and_its_docstring():
+    added = ["if unit is not None:", "    unit = Unit(unit)"]
+    checked = check("def __array_ufunc__(", 1, added, UFUNC)
+    assert checked.problems == [] and checked.start == 612
+    assert checked.before == list(UFUNC.lines[:6])
+    after = reindented(checked.after, checked.before, indent_unit(UFUNC))
+    assert hunk(UFUNC, checked, after)[-5:] == [
+        '         """',
+        "+        if unit is not None:",
+        "+            unit = Unit(unit)",
+        "         converters, unit = converters_and_unit(function, method, *inputs)",
+        "         return result",
+    ]
+
+
+def test_a_sketch_that_rewrites_the_header_replaces_it():
+    changed = ["def __array_ufunc__(self, function, method, *inputs, out=None, **kwargs):"]
+    checked = check("def __array_ufunc__(", 3, changed, UFUNC)
+    assert checked.before == list(UFUNC.lines[:3]) and checked.after == changed
+
+
 def test_a_window_that_does_not_parse_on_its_own_is_not_judged():
     window = Excerpt("a.py", "f", 10, ("        x = (", "            1,"), (1, 40), "python")
-    checked = check(11, 11, ["2,,,("], window)
+    checked = check("1,", 1, ["2,,,("], window)
     assert syntax_problem(window, checked, ["            2,,,("]) == ""
 
 
@@ -271,14 +338,14 @@ def test_a_sketch_that_does_not_match_is_asked_again_with_the_mismatch_then_flag
     session, path = session_on_codebase
     FakeProvider.script(
         "fake",
-        {"first": 9, "last": 9, "after": ["token = 1"]},
-        {"first": 3, "last": 3, "after": ["return   token"]},
+        {"first": "token = make(user)", "lines": 1, "after": ["token = 1"]},
+        {"first": "return token", "lines": 1, "after": ["return   token"]},
     )
     data = {"steps": [_targeting(path)]}
     step = sketch_steps(session, agent_for(session, "A"), data, key="sketch:1")["steps"][0]
     prompts = FakeProvider.prompts(schema="ChangeSketch")
     assert len(prompts) == 2
-    assert "Line 9 is not a line of the code of `issue` shown (lines 1-3)." in prompts[-1]
+    assert "`token = make(user)` is not a line of `issue`." in prompts[-1]
     assert step["sketch"]["checked"] is False
     assert "the sketch changes nothing" in step["sketch"]["problem"]
     assert step["code"]["lines"][0].startswith("def issue")
@@ -289,7 +356,9 @@ def test_a_matching_sketch_is_asked_for_once_with_the_definitions_numbered_code(
     session_on_codebase,
 ):
     session, path = session_on_codebase
-    FakeProvider.script("fake", {"first": 3, "last": 3, "after": ["return token or None"]})
+    FakeProvider.script(
+        "fake", {"first": "return token", "lines": 1, "after": ["return token or None"]}
+    )
     data = {"steps": [_targeting(path)]}
     step = sketch_steps(session, agent_for(session, "A"), data, key="sketch:1")["steps"][0]
     prompt = FakeProvider.prompts(schema="ChangeSketch")[-1]
@@ -370,8 +439,7 @@ STRIP = Excerpt(
 
 def test_comment_and_docstring_lines_are_not_offered_as_a_sketchs_first_or_last():
     offered = sketch_schema(STRIP).model_json_schema()["properties"]["first"]["enum"]
-    assert 119 not in offered and 124 not in offered and 125 not in offered  # """…""", # …
-    assert 118 in offered and 126 in offered
+    assert not [c for c in offered if c.startswith(("#", '"""'))]
     # The walk's first sketch: the def line to the hostname check, its docstring inside.
     after = [
         "def should_strip_auth(self, old_url, new_url):",
@@ -380,7 +448,7 @@ def test_comment_and_docstring_lines_are_not_offered_as_a_sketchs_first_or_last(
         "if old_parsed.hostname != new_parsed.hostname:",
         "return old_parsed.port != new_parsed.port",
     ]
-    checked = check(118, 123, after, STRIP)
+    checked = check(after[0], 6, after, STRIP)
     assert checked.problems == []
     assert checked.start == 118 and len(checked.before) == 6
 
@@ -391,7 +459,7 @@ def test_comment_lines_in_the_replaced_span_stay_where_they_were():
         "    return True",
         "if old_parsed.scheme == 'http':",
     ]
-    checked = check(122, 126, after, STRIP)
+    checked = check(after[0], 5, after, STRIP)
     assert checked.problems == []
     kept = with_blank_lines(
         reindented(after, checked.before, indent_unit(STRIP)), checked.before, "python"
@@ -409,4 +477,4 @@ def test_comment_lines_in_the_replaced_span_stay_where_they_were():
 
 def test_a_comment_is_code_in_a_language_whose_comments_look_otherwise():
     c_code = Excerpt("x.c", "f", 1, ("#define N 3", "int f() {", "  return N;", "}"), (1, 4), "c")
-    assert 1 in sketch_schema(c_code).model_json_schema()["properties"]["first"]["enum"]
+    assert "#define N 3" in sketch_schema(c_code).model_json_schema()["properties"]["first"]["enum"]

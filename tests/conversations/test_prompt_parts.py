@@ -327,7 +327,7 @@ def test_a_change_sketch_prompt_holds_the_step_its_code_and_what_did_not_match(s
         "testing": ["A day-old token is refused."],
         "risks": ["Clock skew."],
     }  # fmt: skip
-    wrong = {"first": 999, "last": 999, "after": ["x = 1"]}  # not a line of the code
+    wrong = {"first": "a line this code does not have", "lines": 1, "after": ["x = 1"]}
     FakeProvider.script("fake", draft, wrong)  # the plan, then a sketch that does not match
     nodes.finalize_plan(ctx)
     first, redo = FakeProvider.prompts(schema="ChangeSketch")[:2]

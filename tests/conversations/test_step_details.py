@@ -84,7 +84,7 @@ def test_the_final_plan_shows_what_the_proposal_said_and_its_message_says_where_
         "testing": ["A day-old token is refused."],
         "risks": ["Clock skew."],
     }  # fmt: skip
-    FakeProvider.script("fake", draft, {"first": 0, "last": 0, "after": []})
+    FakeProvider.script("fake", draft, {"first": "", "lines": 1, "after": []})
     nodes.finalize_plan(ctx)
     step = Plan.objects.get(session=session).structured["steps"][0]
     assert step["detail"].startswith(SAID)
@@ -138,7 +138,7 @@ def test_the_final_plan_leaves_out_a_step_that_only_looks_and_says_so(session): 
         "testing": ["A day-old token is refused."],
         "risks": ["Clock skew."],
     }  # fmt: skip
-    FakeProvider.script("fake", draft, {"first": 0, "last": 0, "after": []})
+    FakeProvider.script("fake", draft, {"first": "", "lines": 1, "after": []})
     nodes.finalize_plan(ctx)
     steps = Plan.objects.get(session=session).structured["steps"]
     assert [s["title"] for s in steps] == [f"Drop old tokens in `{name}`"]
@@ -206,7 +206,7 @@ def test_the_final_plan_leaves_out_a_step_that_changes_nothing_and_says_so(sessi
         "testing": ["A day-old token is refused."],
         "risks": ["Clock skew."],
     }  # fmt: skip
-    FakeProvider.script("fake", draft, {"first": 0, "last": 0, "after": []})
+    FakeProvider.script("fake", draft, {"first": "", "lines": 1, "after": []})
     nodes.finalize_plan(ctx)
     plan = Plan.objects.get(session=session).structured
     assert [s["title"] for s in plan["steps"]] == [f"Drop old tokens in `{name}`"]
