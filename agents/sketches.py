@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -233,11 +234,14 @@ def check(first: str, count: int, after: list[str], code: Excerpt) -> Checked:
         many = 1
     end = min(at + max(1, many), len(code.lines)) - 1
     folded = [fold(a) for a in after if fold(a)]
-    if at == code.whole[0] - code.start and not _names(after, code.name):
-        # The definition's first line named, and none of the after lines is its header: the
-        # model named the line its new code goes after, as the prompt says to. A sketch that
-        # replaced the header would delete the definition (local-1.5b wrote two statements
-        # in place of `def __array_ufunc__(…)`), so the header (and a docstring under it) stays.
+    header = _headers(code).get(at)
+    if header is not None and not _names(after, header):
+        # A definition's first line named (the definition's own, or a method's in a class),
+        # and none of the after lines is its header: the model named the line its new code
+        # goes after, as the prompt says to. A sketch that replaced the header would delete
+        # the definition (local-1.5b wrote two statements in place of `def __array_ufunc__(…)`
+        # and, in a class, the body of `_fit_predict` in place of its `def` line), so the
+        # header (and a docstring under it) stays.
         end = _header_end(code, at)
         after = [*code.lines[at : end + 1], *_under(code, end, after)]
     elif folded:
@@ -246,14 +250,10 @@ def check(first: str, count: int, after: list[str], code: Excerpt) -> Checked:
         ):
             at -= 1
         last = folded[-1]
-        quoted = [
-            n
-            for n in range(at, min(len(code.lines), at + MAX_SPAN + 2))
-            if fold(code.lines[n]) == last and len(last) >= MIN_REPEATED_CHARS
-        ]
-        if quoted and fold(code.lines[end]) != last:
-            beyond = [n for n in quoted if n > end]
-            within = [n for n in quoted if n < end]
+        if len(last) >= MIN_REPEATED_CHARS and not _rewrites(last, fold(code.lines[end])):
+            below = range(end + 1, min(len(code.lines), at + MAX_SPAN + 2))
+            beyond = [n for n in below if _rewrites(last, fold(code.lines[n]))]
+            within = [n for n in range(at, end) if fold(code.lines[n]) == last]
             end = beyond[0] if beyond else within[-1] if within else end
     before = list(code.lines[at : end + 1])
     problems: list[str] = []
@@ -281,6 +281,34 @@ def _under(code: Excerpt, end: int, added: list[str]) -> list[str]:
     )
     base = min((len(_indent(a)) for a in added if a.strip()), default=0)
     return [f"{body}{a[base:]}" if a.strip() else a for a in added]
+
+
+REWRITE_RATIO = 0.85
+"""How alike (difflib's ratio) an "after" line and a code line are when the one is the other
+rewritten: a quote changed from ' to ", an argument added. Not a tuned weight: below it a line
+is the model's own."""
+
+
+def _rewrites(line: str, code_line: str) -> bool:
+    """Whether the folded `line` is `code_line` (folded), as is or lightly rewritten."""
+    if line == code_line:
+        return True
+    return difflib.SequenceMatcher(None, line, code_line).ratio() >= REWRITE_RATIO
+
+
+def _headers(code: Excerpt) -> dict[int, str]:
+    """The excerpt's lines that begin a definition (index: its name), by the index's own
+    parser: the definition itself when its first line is shown, and those inside it."""
+    from rag.symbols import extract  # the index's parsers, loaded on first use
+
+    found: dict[int, str] = {}
+    if code.start <= code.whole[0] <= code.end:
+        found[code.whole[0] - code.start] = code.name
+    symbols = extract(code.path, textwrap.dedent("\n".join(code.lines)), code.language)
+    for definition in symbols.definitions if symbols is not None else []:
+        if definition.kind not in ("variable", "constant"):
+            found.setdefault(definition.start_line - 1, definition.name)
+    return found
 
 
 def _names(after: list[str], name: str) -> bool:

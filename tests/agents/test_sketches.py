@@ -271,6 +271,23 @@ UFUNC = Excerpt(
 )
 
 
+POLY = Excerpt(
+    "seaborn/_stats/regression.py",
+    "PolyFit",
+    19,
+    (
+        "class PolyFit(Stat):",
+        "    order: int = 2",
+        "",
+        "    def _fit_predict(self, data):",
+        '        x = data["x"]',
+        "        return x",
+    ),
+    (19, 24),
+    "python",
+)
+
+
 def test_new_lines_after_a_named_header_go_under_the_header_and_its_docstring():
     added = ["if unit is not None:", "    unit = Unit(unit)"]
     checked = check("def __array_ufunc__(", 1, added, UFUNC)
@@ -284,6 +301,22 @@ def test_new_lines_after_a_named_header_go_under_the_header_and_its_docstring():
         "         converters, unit = converters_and_unit(function, method, *inputs)",
         "         return result",
     ]
+
+
+def test_new_lines_after_a_methods_header_in_a_class_go_under_it():
+    # seaborn-3010 on the sketch bench: the class PolyFit shown, `def _fit_predict` named, and
+    # the method's body written in its place, which parsed and deleted the method.
+    checked = check("def _fit_predict(self, data):", 1, ["x = data.dropna()"], POLY)
+    assert checked.start == 22 and checked.before == ["    def _fit_predict(self, data):"]
+    assert checked.after == ["    def _fit_predict(self, data):", "        x = data.dropna()"]
+
+
+def test_an_after_ending_on_a_lightly_rewritten_line_below_takes_it_in():
+    # pylint-5859: the def line named with a count of 1 and the body rewritten below it, its
+    # last line with other quotes: the lines it rewrote are replaced, not left to run twice.
+    after = ["def issue(self, user):", "token = str(user)", "return tokens"]
+    checked = check("def issue(self, user):", 1, after, CODE)
+    assert len(checked.before) == 3
 
 
 def test_a_sketch_that_rewrites_the_header_replaces_it():
