@@ -235,35 +235,38 @@ def check(first: str, count: int, after: list[str], code: Excerpt) -> Checked:
     end = min(at + max(1, many), len(code.lines)) - 1
     folded = [fold(a) for a in after if fold(a)]
     header = _headers(code).get(at)
-    if header is not None and not _names(after, header):
+    kept = 0
+    if header is not None and not _writes_header(after, code.lines[at], header):
         # A definition's first line named (the definition's own, or a method's in a class),
-        # and none of the after lines is its header: the model named the line its new code
-        # goes after, as the prompt says to. A sketch that replaced the header would delete
-        # the definition (local-1.5b wrote two statements in place of `def __array_ufunc__(…)`
+        # and no after line is its header: the model named the line its new code goes after,
+        # as the prompt says to. A sketch that replaced the header would delete the
+        # definition (local-1.5b wrote two statements in place of `def __array_ufunc__(…)`
         # and, in a class, the body of `_fit_predict` in place of its `def` line), so the
-        # header (and a docstring under it) stays.
+        # header (and a docstring under it) stays, unchanged and not counted.
         end = _header_end(code, at)
+        kept = end - at + 1
         after = [*code.lines[at : end + 1], *_under(code, end, after)]
     elif folded:
         while (
             at > 0 and fold(code.lines[at]) != folded[0] and fold(code.lines[at - 1]) == folded[0]
         ):
             at -= 1
-        last = folded[-1]
-        if len(last) >= MIN_REPEATED_CHARS and not _rewrites(last, fold(code.lines[end])):
-            below = range(end + 1, min(len(code.lines), at + MAX_SPAN + 2))
-            beyond = [n for n in below if _rewrites(last, fold(code.lines[n]))]
-            within = [n for n in range(at, end) if fold(code.lines[n]) == last]
-            end = beyond[0] if beyond else within[-1] if within else end
+    last = folded[-1] if folded else ""
+    if len(last) >= MIN_REPEATED_CHARS and not _rewrites(last, fold(code.lines[end])):
+        below = range(end + 1, min(len(code.lines), end + MAX_SPAN + 2))
+        beyond = [n for n in below if _rewrites(last, fold(code.lines[n]))]
+        within = [n for n in range(at + kept, end) if fold(code.lines[n]) == last]
+        end = beyond[0] if beyond else within[-1] if within else end
     before = list(code.lines[at : end + 1])
     problems: list[str] = []
     code_lines = [fold(b) for b in before if offered(b, code.language)]
-    if len(code_lines) > MAX_SPAN:
+    changed = [fold(b) for b in before[kept:] if offered(b, code.language)]
+    if len(changed) > MAX_SPAN:
         problems.append(
-            f"Lines {code.start + at}-{code.start + end} hold {len(code_lines)} lines of code: "
-            f"a sketch replaces at most {MAX_SPAN}. Choose the few lines that change."
+            f"Lines {code.start + at + kept}-{code.start + end} hold {len(changed)} lines of "
+            f"code: a sketch replaces at most {MAX_SPAN}. Choose the few lines that change."
         )
-    if [a for a in folded if not comment(a, code.language)] == code_lines:
+    if [fold(a) for a in after if fold(a) and not comment(a, code.language)] == code_lines:
         problems.append(
             f"The after lines are lines {code.start + at}-{code.start + end} as they are: the "
             "sketch changes nothing."
@@ -311,11 +314,15 @@ def _headers(code: Excerpt) -> dict[int, str]:
     return found
 
 
-def _names(after: list[str], name: str) -> bool:
-    """Whether one of the `after` lines writes the definition's own name (its header, kept or
-    changed)."""
-    own = re.compile(rf"(?<![\w]){re.escape(name.rsplit('.', 1)[-1])}(?![\w])")
-    return any(own.search(line) for line in after)
+def _writes_header(after: list[str], header: str, name: str) -> bool:
+    """Whether an `after` line is the definition's header `header`, kept or changed: it starts
+    as the header does, up to and including the definition's name (`def _lookup_single`,
+    `class PolyFit`, `function render`). A line that only calls the name is not its header
+    (seaborn-2848: `return [self._lookup_single(k) …]` in place of `def _lookup_single`)."""
+    folded = fold(header)
+    own = re.search(rf"(?<![\w]){re.escape(name.rsplit('.', 1)[-1])}(?![\w])", folded)
+    prefix = folded[: own.end()] if own else folded
+    return any(fold(line).startswith(prefix) for line in after)
 
 
 _DOCSTRING_OPEN = re.compile(r"""^[rRbBuU]{0,2}(\"\"\"|''')""")

@@ -319,6 +319,51 @@ def test_an_after_ending_on_a_lightly_rewritten_line_below_takes_it_in():
     assert len(checked.before) == 3
 
 
+# pylint 2.9.0's TypingChecker._msg_postponed_eval_hint, and local-1.5b's sketch of it on the
+# grounding bench (pylint-4551): the def line named, the body written again below it with
+# other quotes, one string's quotes unbalanced.
+HINT = Excerpt(
+    "pylint/extensions/typing.py",
+    "TypingChecker._msg_postponed_eval_hint",
+    179,
+    (
+        "    def _msg_postponed_eval_hint(self, node) -> str:",
+        '        """Message hint if postponed evaluation isn\'t enabled."""',
+        '        if self._py310_plus() or "annotations" in node.root().future_imports:',
+        '            return ""',
+        "        return \". Add 'from __future__ import annotations' as well\"",
+    ),
+    (179, 183),
+    "python",
+)
+HINT_AFTER = [
+    "      if self._py310_plus() or 'annotations' in node.root().future_imports:",
+    "          return ''",
+    "      return '. Add 'from __future__ import annotations' as well'",
+]
+
+
+def test_a_body_written_again_under_a_named_header_replaces_the_lines_it_rewrote():
+    checked = check(HINT.lines[0], 1, HINT_AFTER, HINT)
+    assert checked.start == 179 and len(checked.before) == 5  # through the rewritten return
+    assert checked.after[:2] == list(HINT.lines[:2])
+
+
+def test_unbalanced_quotes_that_tree_sitter_flags_without_an_error_node_do_not_parse():
+    checked = check(HINT.lines[0], 1, HINT_AFTER, HINT)
+    after = reindented(checked.after, checked.before, indent_unit(HINT))
+    assert syntax_problem(HINT, checked, after).startswith("With this change")
+
+
+def test_a_line_that_only_calls_the_definition_is_not_its_header():
+    # seaborn-2848: `def _lookup_single(self, key):` named, and a call of it written in its
+    # place: the header stays and the lines go under it.
+    after = ["if isinstance(key, list):", "    return [self.issue(k) for k in key]"]
+    checked = check("def issue(self, user):", 1, after, CODE)
+    assert checked.after[0] == "    def issue(self, user):"
+    assert checked.before == ["    def issue(self, user):"]
+
+
 def test_a_sketch_that_rewrites_the_header_replaces_it():
     changed = ["def __array_ufunc__(self, function, method, *inputs, out=None, **kwargs):"]
     checked = check("def __array_ufunc__(", 3, changed, UFUNC)
