@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from conversations.exports import github_issue, guidance, handoff_prompt, plan_data, to_json
+from conversations.exports import (
+    github_issue,
+    guidance,
+    handoff_prompt,
+    plan_data,
+    plan_with_checks,
+    to_json,
+)
 from conversations.models import Plan
 from conversations.spec_exports import LAYOUTS
 
@@ -27,6 +34,12 @@ class Export:
 EXPORTS: dict[str, Export] = {
     "json": Export(
         lambda plan: to_json(plan_data(plan)), "application/json; charset=utf-8", "json", "JSON"
+    ),
+    "markdown": Export(
+        plan_with_checks,
+        "text/markdown; charset=utf-8",
+        "md",
+        "Markdown, with implementation checks",
     ),
     "github": Export(
         lambda plan: github_issue(plan_data(plan)),

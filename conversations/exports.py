@@ -235,7 +235,109 @@ def plan_data(plan: Plan) -> dict[str, Any]:
         "effort": {"size": size, "estimate": _text(effort.get("estimate"))}
         if size in _SIZES
         else None,
+        **({"implementation_checks": checks} if (checks := implementation_checks(plan)) else {}),
     }
+
+
+def implementation_checks(plan: Plan) -> list[dict[str, Any]]:
+    """The finished checks of an implementation against this version, oldest first: each
+    step's status and evidence (path:line), the unplanned files, the tests, the rules broken,
+    and what moved since the check before (conversations.implementation)."""
+    out = []
+    for check in plan.implementation_checks.filter(status="done").order_by("number"):
+        report = check.report if isinstance(check.report, dict) else {}
+        steps = []
+        for row in report.get("steps") or []:
+            judgement = row.get("judgement") or None
+            steps.append(
+                {
+                    "number": row.get("number"),
+                    "title": _text(row.get("title")),
+                    "status": row.get("status"),
+                    "by": row.get("by", "app"),
+                    "reason": _text(row.get("reason")),
+                    "evidence": [
+                        {
+                            "path": e.get("path"),
+                            "line": e.get("line") or None,
+                            "what": e.get("what"),
+                        }
+                        for e in row.get("evidence") or []
+                    ],
+                    "judgement": {
+                        "equivalent": judgement.get("equivalent"),
+                        "reason": _text(judgement.get("reason")),
+                        "error": _text(judgement.get("error")),
+                    }
+                    if judgement
+                    else None,
+                }
+            )
+        out.append(
+            {
+                "number": check.number,
+                "source": check.source,
+                "label": _text(check.label),
+                "codebase_version": check.codebase_version,
+                "finished_at": check.finished_at.isoformat() if check.finished_at else None,
+                "model": check.judged_by,
+                "counts": report.get("counts") or {},
+                "steps": steps,
+                "unplanned": list(report.get("unplanned") or []),
+                "tests": report.get("tests") or {},
+                "rules_broken": list((report.get("rules") or {}).get("broken") or []),
+                "moved": list(report.get("moved") or []),
+                "previous": report.get("previous"),
+            }
+        )
+    return out
+
+
+_CHECK_WORDS = {"done": "done", "partly": "partly", "not_done": "not done", "deviated": "deviated"}
+
+
+def implementation_markdown(checks: list[dict[str, Any]]) -> str:
+    """The checks as a markdown section (empty when there are none)."""
+    if not checks:
+        return ""
+    out = ["## Implementation checks", ""]
+    for check in checks:
+        source = "newer version" if check["source"] == "version" else "diff"
+        out += [f"### Check {check['number']}: {check['label']} ({source})", ""]
+        for step in check["steps"]:
+            where = ", ".join(
+                code_span(f"{e['path']}:{e['line']}" if e["line"] else e["path"])
+                for e in step["evidence"]
+            )
+            by = " (the model's judgement)" if step["by"] == "model" else ""
+            out.append(
+                f"{step['number']}. {step['title']} — {_CHECK_WORDS.get(step['status'], '?')}{by}"
+                f": {step['reason']}" + (f" Evidence: {where}." if where else "")
+            )
+        out.append("")
+        if check["unplanned"]:
+            files = ", ".join(code_span(p) for p in check["unplanned"])
+            out += [f"Files changed that no step mentions: {files}", ""]
+        for test in check["tests"].get("named") or []:
+            state = "changed" if test.get("changed") else "not changed"
+            out.append(f"- Test {code_span(test['path'])} (named in the plan): {state}")
+        for rule in check["rules_broken"]:
+            paths = ", ".join(code_span(p) for p in rule.get("paths") or [])
+            out.append(f"- Critical rule broken: {_text(rule.get('text'))} ({paths})")
+        for m in check["moved"]:
+            out.append(
+                f"- Step {m['number']} moved from {_CHECK_WORDS.get(m['from'], '?')} to "
+                f"{_CHECK_WORDS.get(m['to'], '?')} since check {check['previous']}"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def plan_with_checks(plan: Plan) -> str:
+    """The plan's markdown with its implementation checks after it."""
+    section = implementation_markdown(implementation_checks(plan))
+    text = safe_markdown(plan.markdown).rstrip("\n") + "\n"
+    return text + ("\n" + section if section else "")
 
 
 def to_json(data: dict[str, Any]) -> str:

@@ -451,3 +451,65 @@ class SignOff(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reviewer} {self.verdict} {self.plan}"
+
+
+class ImplementationCheck(models.Model):
+    """One check of an implementation against a plan version (conversations.implementation):
+    a newer version of the codebase, or a unified diff applied to the plan's code. Its report
+    is a version of the plan's record: listed on the plan page, exported with the plan."""
+
+    class Source(models.TextChoices):
+        VERSION = "version", "Newer version of the codebase"
+        DIFF = "diff", "Unified diff"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting to run"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    session = models.ForeignKey(
+        PlanningSession, on_delete=models.CASCADE, related_name="implementation_checks"
+    )
+    """The session whose plan was checked (whose owner the check belongs to)."""
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="implementation_checks")
+    """The plan version checked."""
+    number = models.PositiveIntegerField()
+    """1 for the plan's first check, then 2, 3… (a re-check compares with the one before)."""
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    """Who asked for the check."""
+    source = models.CharField(max_length=10, choices=Source.choices)
+    """What was checked: the codebase's newer version, or a diff."""
+    label = models.CharField(max_length=200, blank=True)
+    """What the source was, in a few words ("version 3", "fix.diff")."""
+    codebase_version = models.PositiveIntegerField(null=True, blank=True)
+    """The codebase version number checked (a version check), or applied to (a diff)."""
+    diff = models.TextField(blank=True)
+    """The diff checked (empty for a version check); capped before it is stored."""
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    """Where the check's job is."""
+    progress = models.JSONField(default=dict, blank=True)
+    """What the job is doing: {phase, step, steps}."""
+    error = models.TextField(blank=True)
+    """Why it failed (a diff that does not apply, a crash), in words for the user."""
+    report = models.JSONField(default=dict, blank=True)
+    """The report (conversations.implementation.verify), with `moved` since the check before."""
+    judged_by = models.CharField(max_length=50, blank=True)
+    """The model profile asked whether a different change is equivalent (empty: none asked)."""
+    created_at = models.DateTimeField(auto_now_add=True)
+    """When it was asked for."""
+    updated_at = models.DateTimeField(auto_now=True)
+    """When the job last wrote to it (a running check that stops updating has stalled)."""
+    finished_at = models.DateTimeField(null=True, blank=True)
+    """When the job finished."""
+
+    class Meta:
+        ordering = ["plan", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "number"], name="unique_check_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"Check {self.number} of {self.plan}"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import plan_views, stale_views, views
+from conversations import implementation_views, plan_views, stale_views, views
 
 app_name = "conversations"
 
@@ -70,4 +70,19 @@ urlpatterns = [
     path("<int:session_id>/plan/rule/", plan_views.approval_rule, name="plan_approval_rule"),
     path("<int:session_id>/plan/sign-off/", plan_views.sign_off, name="plan_sign_off"),
     path("s/<str:token>/", plan_views.plan_shared, name="plan_shared"),
+    path(
+        "<int:session_id>/plan/implementation/",
+        implementation_views.check_new,
+        name="implementation_new",
+    ),
+    path(
+        "<int:session_id>/plan/implementation/<int:check_id>/",
+        implementation_views.check_detail,
+        name="implementation_check",
+    ),
+    path(
+        "<int:session_id>/plan/implementation/<int:check_id>/again/",
+        implementation_views.check_again,
+        name="implementation_again",
+    ),
 ]

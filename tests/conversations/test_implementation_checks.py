@@ -1,0 +1,322 @@
+"""Checking an implementation on an approved plan's page: a diff applied in a child process or
+a newer version of the codebase, the job's report, refusals, who may see it, the model's
+judgement (scripted provider), a re-check, and the report in the plan's exports."""
+
+import hashlib
+import json
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from agents.providers.base import ProviderUnavailable
+from agents.providers.fake import FakeProvider
+from conversations import implementation_checks
+from conversations.export_formats import EXPORTS
+from conversations.models import ImplementationCheck, Plan, PlanningSession, PlanningState, Reviewer
+from rag.models import Codebase, CodebaseVersion, CodeFile
+
+pytestmark = pytest.mark.django_db
+
+AUTH = """\
+def login(user, password):
+    ok = check(user, password)
+    return ok
+
+
+def logout(user):
+    user.session = None
+"""
+FIXED = AUTH.replace(
+    "    ok = check(user, password)\n",
+    "    if too_many(user):\n        return False\n    ok = check(user, password)\n",
+)
+OTHER = AUTH.replace("    user.session = None\n", "    user.session = None\n    user.save()\n")
+STEP = {
+    "title": "Refuse logins over the limit",
+    "detail": "In `app/auth.py:1`.",
+    "files": ["app/auth.py"],
+    "target": {"kind": "definition", "name": "login", "path": "app/auth.py", "start": 1, "end": 3},
+    "code": {"path": "app/auth.py", "start": 1, "lines": AUTH.splitlines()[:3]},
+    "sketch": {
+        "before": ["    ok = check(user, password)"],
+        "after": ["    if too_many(user):", "        return False", "    ok = check(user, password)"],
+        "start": 2,
+        "checked": True,
+        "hunk": ["@@ -1,3 +1,5 @@ login", " def login(user, password):",
+                 "+    if too_many(user):", "+        return False",
+                 "     ok = check(user, password)", "     return ok"],
+    },
+}  # fmt: skip
+STRUCTURED = {
+    "summary": "Throttle logins.",
+    "steps": [STEP],
+    "files": [{"path": "app/auth.py", "action": "modify", "reason": "login"}],
+    "testing": ["`tests/test_auth.py`: a sixth login is refused."],
+}
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def diff(old: str, new: str, path: str = "app/auth.py") -> str:
+    import difflib
+
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+    )
+    return "".join(lines)
+
+
+@pytest.fixture
+def codebase(user):
+    codebase = Codebase.objects.create(
+        owner=user, name="app", status=Codebase.Status.READY, content_hash="v1"
+    )
+    CodeFile.objects.create(
+        codebase=codebase, path="app/auth.py", sha256=_sha(AUTH), content=AUTH, line_count=7
+    )
+    CodeFile.objects.create(
+        codebase=codebase, path="app/views.py", sha256=_sha("a = 1\n"), content="a = 1\n",
+        line_count=1,
+    )  # fmt: skip
+    return codebase
+
+
+@pytest.fixture
+def plan(user, codebase):
+    session = PlanningSession.objects.create(
+        owner=user, codebase=codebase, title="Throttle", task="Throttle logins",
+        agent_a_profile="fake", agent_b_profile="fake", status="completed",
+    )  # fmt: skip
+    PlanningState.objects.create(session=session)
+    return Plan.objects.create(
+        session=session, version=1, markdown="# Plan\n\nThrottle `app/auth.py:1`.\n",
+        structured=STRUCTURED, review_status=Plan.Review.APPROVED,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def jobs(monkeypatch):
+    """The checks dispatched, run as the job seam would run them, when the test says so."""
+    queued: list[int] = []
+    monkeypatch.setattr(implementation_checks, "dispatch", lambda job, pk: queued.append(pk))
+
+    def run() -> None:
+        while queued:
+            implementation_checks.run_check(queued.pop(0))
+
+    return run
+
+
+def post_diff(client, plan, text, **extra):
+    url = reverse("conversations:implementation_new", args=[plan.session_id])
+    data = {"version": plan.version, "source": "diff", "diff": text, **extra}
+    return client.post(url, data)
+
+
+def test_a_pasted_diff_is_applied_and_each_step_reported(client, user, plan, jobs):
+    client.force_login(user)
+    text = diff(AUTH, FIXED) + diff("a = 1\n", "a = 2\n", "app/views.py")
+    response = post_diff(client, plan, text, label="fix.diff")
+    check = ImplementationCheck.objects.get()
+    assert response.status_code == 302 and response.url.endswith(f"/implementation/{check.pk}/")
+    page = client.get(response.url).content.decode()
+    assert 'data-state="pending"' in page and 'http-equiv="refresh"' in page
+    jobs()
+    check.refresh_from_db()
+    assert check.status == "done", check.error
+    row = check.report["steps"][0]
+    assert row["status"] == "done"
+    assert row["evidence"][0]["path"] == "app/auth.py" and row["evidence"][0]["line"] == 2
+    assert check.report["unplanned"] == ["app/views.py"]
+    assert check.report["tests"]["named"] == [
+        {"path": "tests/test_auth.py", "changed": False, "kind": ""}
+    ]
+    page = client.get(response.url).content.decode()
+    assert 'data-status="done"' in page and "+    if too_many(user):" in page
+    plan_page = client.get(reverse("conversations:plan", args=[plan.session_id])).content.decode()
+    assert "Check an implementation" in plan_page and "1 done" in plan_page
+    # Nothing of the codebase changed: a diff is checked, not applied to the index.
+    assert CodeFile.objects.get(path="app/auth.py").content == AUTH
+
+
+def test_a_diff_that_does_not_apply_fails_with_gits_words_and_keeps_the_plan(
+    client, user, plan, jobs
+):
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH.replace("ok = check", "ok = verify"), FIXED))
+    jobs()
+    check = ImplementationCheck.objects.get()
+    assert check.status == "failed"
+    assert "does not apply" in check.error and "app/auth.py" in check.error
+    page = client.get(
+        reverse("conversations:implementation_check", args=[plan.session_id, check.pk])
+    )
+    assert "does not apply" in page.content.decode() and 'id="impl-error"' in page.content.decode()
+    assert Plan.objects.get(pk=plan.pk).structured["steps"][0]["title"] == STEP["title"]
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-x\n+y\n", "climbs out"),
+        ("--- /etc/passwd\n+++ /etc/passwd\n@@ -1 +1 @@\n-x\n+y\n", "absolute path"),
+        ("\x00\x01binary junk", "NUL bytes"),
+        ("hello, no diff here", "No file changes found"),
+        ("+" * 1_000_000, "at most"),
+    ],
+)
+def test_hostile_diffs_are_refused_clearly_and_nothing_is_stored(
+    client, user, plan, jobs, text, said
+):
+    client.force_login(user)
+    response = post_diff(client, plan, text)
+    assert response.status_code == 400
+    assert said in response.content.decode()
+    assert not ImplementationCheck.objects.exists()
+
+
+def test_only_an_approved_plan_is_checked(client, user, plan):
+    Plan.objects.filter(pk=plan.pk).update(review_status=Plan.Review.DRAFT)
+    client.force_login(user)
+    response = post_diff(client, plan, diff(AUTH, FIXED))
+    assert response.status_code == 302 and not ImplementationCheck.objects.exists()
+    plan_page = client.get(reverse("conversations:plan", args=[plan.session_id])).content.decode()
+    assert "Check an implementation" not in plan_page
+
+
+def test_another_user_cannot_check_or_read_and_a_reviewer_can_read(
+    client, user, other_user, plan, jobs
+):
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, FIXED))
+    jobs()
+    check = ImplementationCheck.objects.get()
+    detail = reverse("conversations:implementation_check", args=[plan.session_id, check.pk])
+    client.force_login(other_user)
+    assert post_diff(client, plan, diff(AUTH, FIXED)).status_code == 404
+    assert client.get(detail).status_code == 404
+    again = reverse("conversations:implementation_again", args=[plan.session_id, check.pk])
+    assert client.post(again).status_code == 404
+    Reviewer.objects.create(user=other_user, role=Reviewer.Role.VIEWER, session=plan.session,
+                            invited_by=user)  # fmt: skip
+    page = client.get(detail)
+    assert page.status_code == 200 and 'data-status="done"' in page.content.decode()
+    assert post_diff(client, plan, diff(AUTH, FIXED)).status_code == 404
+
+
+def new_version(codebase, text: str, number: int) -> None:
+    """What a re-index does: the same rows updated in place, and a version recorded."""
+    CodeFile.objects.filter(codebase=codebase, path="app/auth.py").update(
+        content=text, sha256=_sha(text)
+    )
+    CodebaseVersion.objects.create(
+        codebase=codebase, number=number, kind=CodebaseVersion.Kind.UPLOAD,
+        indexed_at=timezone.now(), changed=["app/auth.py"], changed_count=1,
+    )  # fmt: skip
+
+
+def test_a_newer_version_is_checked_and_a_recheck_shows_what_moved(
+    client, user, codebase, plan, jobs
+):
+    client.force_login(user)
+    url = reverse("conversations:implementation_new", args=[plan.session_id])
+    assert "no newer version" in client.get(url).content.decode()
+    new_version(codebase, OTHER, 2)
+    assert client.post(url, {"version": 1, "source": "version"}).status_code == 302
+    jobs()
+    first = ImplementationCheck.objects.get()
+    assert first.status == "done" and first.label == "version 2"
+    assert first.report["steps"][0]["status"] == "not_done"
+    new_version(codebase, FIXED, 3)
+    client.post(url, {"version": 1, "source": "version"})
+    jobs()
+    second = ImplementationCheck.objects.get(number=2)
+    assert second.report["steps"][0]["status"] == "done"
+    assert second.report["moved"] == [
+        {"number": 1, "title": STEP["title"], "from": "not_done", "to": "done"}
+    ]
+    page = client.get(
+        reverse("conversations:implementation_check", args=[plan.session_id, second.pk])
+    )
+    assert "Since check 1" in page.content.decode()
+
+
+SAME = AUTH.replace(
+    "    ok = check(user, password)\n", "    ok = not too_many(user) and check(user, password)\n"
+)
+
+
+def test_the_models_judgement_is_asked_once_shown_as_its_own_and_sanitized(
+    client, user, plan, jobs
+):
+    FakeProvider.script(
+        "fake",
+        {"equivalent": True, "reason": "Same guard <script>alert(1)</script> inline."},
+    )
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, SAME), ask_model="1")
+    jobs()
+    check = ImplementationCheck.objects.get()
+    row = check.report["steps"][0]
+    assert row["status"] == "done" and row["by"] == "model"
+    asked = [
+        c for c in FakeProvider.calls("fake") if c.schema and c.schema.__name__ == "Equivalence"
+    ]
+    assert len(asked) == 1 and "check(user, password)" in asked[0].prompt
+    page = client.get(
+        reverse("conversations:implementation_check", args=[plan.session_id, check.pk])
+    )
+    html = page.content.decode()
+    assert "The model&#x27;s judgement" in html or "The model's judgement" in html
+    assert "judged by the model" in html
+    assert "<script>alert(1)</script>" not in html
+
+
+def test_a_provider_outage_leaves_the_step_deviated_and_says_so(client, user, plan, jobs):
+    FakeProvider.script("fake", ProviderUnavailable("the model server is down"))
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, SAME), ask_model="1")
+    jobs()
+    check = ImplementationCheck.objects.get()
+    assert check.status == "done"
+    row = check.report["steps"][0]
+    assert row["status"] == "deviated"
+    assert "could not be asked" in row["judgement"]["error"]
+
+
+def test_a_crashed_check_says_so_and_runs_again(client, user, plan, jobs, monkeypatch):
+    client.force_login(user)
+    real = implementation_checks.build_report
+    monkeypatch.setattr(implementation_checks, "build_report", lambda check: 1 / 0)
+    post_diff(client, plan, diff(AUTH, FIXED))
+    jobs()
+    check = ImplementationCheck.objects.get()
+    assert check.status == "failed" and "ZeroDivisionError" in check.error
+    monkeypatch.setattr(implementation_checks, "build_report", real)
+    again = reverse("conversations:implementation_again", args=[plan.session_id, check.pk])
+    assert client.post(again).status_code == 302
+    jobs()
+    check.refresh_from_db()
+    assert check.status == "done" and check.report["steps"][0]["status"] == "done"
+
+
+def test_the_report_is_exported_with_the_plan(client, user, plan, jobs):
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, FIXED), label="fix.diff")
+    jobs()
+    data = json.loads(EXPORTS["json"].render(Plan.objects.get(pk=plan.pk)))
+    checks = data["implementation_checks"]
+    assert checks[0]["number"] == 1 and checks[0]["steps"][0]["status"] == "done"
+    import jsonschema
+
+    from conversations.exports import schema
+
+    jsonschema.validate(data, schema())
+    url = reverse("conversations:plan_export", args=[plan.session_id, "markdown"])
+    markdown = client.get(url)
+    text = markdown.content.decode()
+    assert "## Implementation checks" in text and "fix.diff" in text
+    assert "1. Refuse logins over the limit — done" in text

@@ -1,0 +1,168 @@
+"""The implementation report's deterministic half (conversations.implementation): which step's
+target changed, whether its sketch's lines are there, unplanned files, tests, critical rules."""
+
+from conversations.implementation import (
+    DEVIATED,
+    DONE,
+    NOT_DONE,
+    PARTLY,
+    FileChange,
+    Judgement,
+    moved,
+    verify,
+)
+
+OLD = """\
+import time
+
+
+def login(user, password):
+    ok = check(user, password)
+    return ok
+
+
+def logout(user):
+    user.session = None
+"""
+FIXED = """\
+import time
+
+
+def login(user, password):
+    if too_many(user):
+        return False
+    ok = check(user, password)
+    return ok
+
+
+def logout(user):
+    user.session = None
+"""
+OTHER = OLD.replace("user.session = None", "user.session = None\n    user.save()")
+
+LOGIN_STEP = {
+    "title": "Refuse logins over the limit",
+    "detail": "In `app/auth.py:4`.",
+    "files": ["app/auth.py"],
+    "target": {"kind": "definition", "name": "login", "path": "app/auth.py", "start": 4, "end": 6},
+    "code": {"path": "app/auth.py", "start": 4, "lines": OLD.splitlines()[3:6]},
+    "sketch": {
+        "before": ["    ok = check(user, password)"],
+        "after": [
+            "    if too_many(user):",
+            "        return False",
+            "    ok = check(user, password)",
+        ],
+        "start": 5,
+        "checked": True,
+    },
+}
+PLAN = {
+    "steps": [
+        LOGIN_STEP,
+        {"title": "Test it", "detail": "", "files": ["tests/test_auth.py"]},
+    ],
+    "files": [{"path": "app/auth.py", "action": "modify"}],
+    "testing": ["A sixth login is refused (`tests/test_auth.py`)."],
+}
+
+
+def diff_of(new: str, old: str = OLD) -> dict[str, FileChange]:
+    return {"app/auth.py": FileChange("app/auth.py", "modified", old, new)}
+
+
+def row(report, number=1):
+    return report["steps"][number - 1]
+
+
+def test_it_says_done_when_the_sketch_lines_are_in_the_changed_definition():
+    report = verify(PLAN, diff_of(FIXED))
+    first = row(report)
+    assert first["status"] == DONE
+    evidence = first["evidence"][0]
+    assert evidence["path"] == "app/auth.py" and evidence["line"] == 5
+    assert "+    if too_many(user):" in evidence["hunk"]
+
+
+def test_it_says_not_done_when_only_another_definition_of_the_file_changed():
+    first = row(verify({"steps": [LOGIN_STEP]}, diff_of(OTHER)))
+    assert first["status"] == NOT_DONE
+    assert "as it was" in first["reason"]
+
+
+def test_it_says_partly_when_another_file_of_the_step_changed_but_not_its_target():
+    step = {**LOGIN_STEP, "files": ["app/auth.py", "app/limit.py"]}
+    changes = {
+        "app/limit.py": FileChange("app/limit.py", "added", None, "def too_many(u):\n    pass\n")
+    }
+    assert row(verify({"steps": [step]}, changes))["status"] == PARTLY
+
+
+def test_it_says_deviated_with_both_sides_when_the_target_changed_unlike_its_sketch():
+    new = OLD.replace("    ok = check(user, password)", "    ok = check(user, password.strip())")
+    first = row(verify({"steps": [LOGIN_STEP]}, diff_of(new)))
+    assert first["status"] == DEVIATED
+    assert "+    if too_many(user):" in first["sketch"]
+    assert "+    ok = check(user, password.strip())" in first["evidence"][0]["hunk"]
+
+
+def test_the_model_is_asked_only_about_a_deviation_and_its_answer_is_labelled():
+    asked = []
+
+    def judge(step, sketch, actual):
+        asked.append(actual)
+        return Judgement(True, "Same guard, written inline.")
+
+    same = OLD.replace(
+        "    ok = check(user, password)", "    ok = not too_many(user) and check(user, password)"
+    )
+    first = row(verify({"steps": [LOGIN_STEP]}, diff_of(same), judge=judge))
+    assert first["status"] == DONE and first["by"] == "model"
+    assert first["judgement"]["reason"] == "Same guard, written inline."
+    assert first["judgement"]["hunk"] == first["evidence"][0]["hunk"]
+    verify({"steps": [LOGIN_STEP]}, diff_of(FIXED), judge=judge)  # the sketch is there: no call
+    assert len(asked) == 1
+
+
+def test_a_newer_version_compares_with_the_code_the_step_kept():
+    change = {"app/auth.py": FileChange("app/auth.py", "modified", None, FIXED, old_known=False)}
+    assert row(verify({"steps": [LOGIN_STEP]}, change))["status"] == DONE
+    unrelated = {"app/auth.py": FileChange("app/auth.py", "modified", None, OTHER, old_known=False)}
+    assert row(verify({"steps": [LOGIN_STEP]}, unrelated))["status"] == NOT_DONE
+
+
+def test_it_lists_unplanned_files_and_whether_named_tests_changed():
+    changes = {
+        **diff_of(FIXED),
+        "app/views.py": FileChange("app/views.py", "modified", "a = 1\n", "a = 2\n"),
+        "tests/test_auth.py": FileChange(
+            "tests/test_auth.py", "added", None, "def test_x():\n    pass\n"
+        ),
+    }
+    report = verify(PLAN, changes)
+    assert report["unplanned"] == ["app/views.py"]
+    assert report["tests"]["named"] == [
+        {"path": "tests/test_auth.py", "changed": True, "kind": "added"}
+    ]
+    assert row(report, 2)["status"] == DONE
+    assert verify(PLAN, diff_of(FIXED))["tests"]["named"][0]["changed"] is False
+
+
+def test_a_critical_rule_naming_a_changed_path_is_reported():
+    rules = [
+        {"label": "Rule 1", "text": "Never edit `app/auth.py` without a security review."},
+        {"label": "Rule 2", "text": "Do not touch migrations/ by hand."},
+        {"label": "Rule 3", "text": "Be kind."},
+    ]
+    found = verify(PLAN, diff_of(FIXED), rules=rules)["rules"]
+    assert [r["label"] for r in found["broken"]] == ["Rule 1"]
+    assert found["broken"][0]["paths"] == ["app/auth.py"]
+    assert [r["label"] for r in found["unchecked"]] == ["Rule 3"]
+
+
+def test_a_recheck_says_what_moved():
+    before = verify({"steps": [LOGIN_STEP]}, diff_of(OTHER))
+    after = verify({"steps": [LOGIN_STEP]}, diff_of(FIXED))
+    assert moved(before, after) == [
+        {"number": 1, "title": "Refuse logins over the limit", "from": NOT_DONE, "to": DONE}
+    ]
