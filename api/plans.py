@@ -14,7 +14,7 @@ from api import present
 from api.auth import reader
 from api.schemas import PlanOut, PlanSummary, PlanVersionOut
 from api.sessions import session_or_404
-from conversations import export_formats, services
+from conversations import export_formats, exports, services
 from conversations.models import Plan, PlanningSession
 
 router = Router(tags=["plans"])
@@ -99,3 +99,15 @@ def export_plan(
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@router.get("/{session_id}/implementation-checks", response=list[dict[str, Any]])
+def list_implementation_checks(
+    request: HttpRequest,
+    session_id: int,
+    version: Annotated[int | None, Query(description="A plan version; the latest if none.")] = None,
+) -> list[dict[str, Any]]:
+    """The finished checks of an implementation against the plan version, oldest first: each
+    step done, partly, not done or deviated with its evidence (as the JSON export has them)."""
+    plan = plan_or_404(session_or_404(reader(request), session_id), version)
+    return exports.implementation_checks(plan)

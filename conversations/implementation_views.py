@@ -14,11 +14,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from conversations import implementation_checks as checks
 from conversations import reviewers, services
-from conversations.implementation import LABELS
 from conversations.implementation_diff import MAX_DIFF_BYTES
 from conversations.models import ImplementationCheck, PlanningSession, Reviewer
 from conversations.permissions import OWNER, plan_role
-from conversations.rendering import render_markdown
+from conversations.templatetags.implementation_extras import report_context
 
 
 def _owned(request: HttpRequest, session_id: int) -> PlanningSession:
@@ -81,39 +80,6 @@ def check_new(request: HttpRequest, session_id: int) -> HttpResponse:
             "conversations:implementation_check", session_id=session.pk, check_id=check.pk
         )
     return render(request, "conversations/implementation_new.html", context)
-
-
-def report_context(check: ImplementationCheck) -> dict[str, Any]:
-    """What a report shows, model text rendered through markdown and the sanitizer."""
-    report = check.report if isinstance(check.report, dict) else {}
-    rows = []
-    for row in report.get("steps") or []:
-        judgement = row.get("judgement")
-        rows.append(
-            {
-                **row,
-                "label": LABELS.get(row.get("status"), row.get("status")),
-                "reason_html": render_markdown(str(row.get("reason") or "")),
-                "judgement_html": render_markdown(str(judgement.get("reason") or ""))
-                if judgement
-                else "",
-            }
-        )
-    return {
-        "check": check,
-        "check_state": checks.state(check),
-        "report": report,
-        "rows": rows,
-        "counts": [(k, v, (report.get("counts") or {}).get(k, 0)) for k, v in LABELS.items()],
-        "moved": [
-            {
-                **m,
-                "from_label": LABELS.get(m["from"], m["from"]),
-                "to_label": LABELS.get(m["to"], m["to"]),
-            }
-            for m in report.get("moved") or []
-        ],
-    }
 
 
 @login_required

@@ -93,6 +93,9 @@ class SharedPlan:
     evidence: list[Message] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)
     """One sentence for each thing the owner chose not to share."""
+    checks: list[Any] = field(default_factory=list)
+    """The finished implementation checks of the version shown (their code hunks only when
+    the owner shared the evidence)."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +220,7 @@ def shared_plan(link: ShareLink, version: str = "") -> SharedPlan:
         markdown=markdown,
         evidence=found,
         withheld=withheld,
+        checks=list(plan.implementation_checks.filter(status="done").order_by("-number")),
     )
 
 

@@ -89,6 +89,7 @@ MATRIX: dict[tuple[str, str], Row] = {
     ("GET", "api/v1/plans/<session_id>/versions/<version>"): Row(
         OBJECT, lambda w: {"session_id": w.session.pk, "version": 1}, shows_marker=True
     ),
+    ("GET", "api/v1/plans/<session_id>/implementation-checks"): Row(OBJECT, _session),
     ("GET", "api/v1/plans/<session_id>/export/<kind>"): Row(
         OBJECT, lambda w: {"session_id": w.session.pk, "kind": "json"}, shows_marker=True
     ),

@@ -320,3 +320,43 @@ def test_the_report_is_exported_with_the_plan(client, user, plan, jobs):
     text = markdown.content.decode()
     assert "## Implementation checks" in text and "fix.diff" in text
     assert "1. Refuse logins over the limit — done" in text
+
+
+def test_a_share_link_shows_the_report_with_code_only_when_shared(client, user, plan, jobs):
+    from conversations import sharing
+
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, FIXED))
+    jobs()
+    client.logout()
+    plain = sharing.create_link(user, plan.session_id, "never", sharing.ShareChoices())
+    html = client.get(
+        reverse("conversations:plan_shared", args=[plan_token(plain)])
+    ).content.decode()
+    assert 'data-status="done"' in html and "app/auth.py:2" in html
+    assert "if too_many(user)" not in html
+    full = sharing.create_link(
+        user, plan.session_id, "never", sharing.ShareChoices(shows_evidence=True)
+    )
+    html = client.get(
+        reverse("conversations:plan_shared", args=[plan_token(full)])
+    ).content.decode()
+    assert "+    if too_many(user):" in html
+
+
+def plan_token(created) -> str:
+    return created.token
+
+
+def test_the_api_lists_a_plans_checks_to_its_owner_only(user, other_user, plan, client, jobs):
+    from api.services import create_token
+    from tests.api.world import TokenClient
+
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, FIXED))
+    jobs()
+    url = f"/api/v1/plans/{plan.session_id}/implementation-checks"
+    found = TokenClient(create_token(user, "ci", "read").secret).get(url)
+    assert found.status_code == 200, found.content
+    assert found.json()[0]["steps"][0]["status"] == "done"
+    assert TokenClient(create_token(other_user, "x", "read").secret).get(url).status_code == 404

@@ -37,6 +37,7 @@ from agents.models import LLMCall, PlanReviewEvent, SessionEstimate
 from api.models import ApiToken
 from conversations.models import (
     CommentRequest,
+    ImplementationCheck,
     Message,
     Plan,
     PlanComment,
@@ -139,6 +140,22 @@ def _comment(w: World) -> dict[str, object]:
         text=f"Comment {MARKER}",
     )
     return {"session_id": w.session.pk, "comment_id": comment.pk}
+
+
+def _check(w: World) -> dict[str, object]:
+    """A finished implementation check of the owner's plan (made on first use)."""
+    found = ImplementationCheck.objects.filter(plan=w.plan).first() or (
+        ImplementationCheck.objects.create(
+            session=w.session,
+            plan=w.plan,
+            number=1,
+            source="diff",
+            label="fix.diff",
+            status="done",
+            report={"steps": [], "counts": {}},
+        )  # fmt: skip
+    )
+    return {"session_id": w.session.pk, "check_id": found.pk}
 
 
 def _viewer(w: World) -> Reviewer:
@@ -245,6 +262,15 @@ MATRIX: dict[str, Row] = {
         OBJECT, _session, seen=405, role=APPROVER, role_writes=frozenset({"conversations.SignOff"})
     ),
     "sessions/<int:session_id>/revise/": Row(OBJECT, _session, seen=405),
+    # Checking an implementation: the owner's (the world's plan is not approved: back to it);
+    # a check's report is read as the plan is.
+    "sessions/<int:session_id>/plan/implementation/": Row(OBJECT, _session, seen=302),
+    "sessions/<int:session_id>/plan/implementation/<int:check_id>/": Row(
+        OBJECT, _check, shows_marker=True, role=VIEWER
+    ),
+    "sessions/<int:session_id>/plan/implementation/<int:check_id>/again/": Row(
+        OBJECT, _check, seen=405
+    ),
     "sessions/<int:session_id>/trace/<int:call_id>/": Row(
         OBJECT, lambda w: {"session_id": w.session.pk, "call_id": w.call.pk}, shows_marker=True
     ),
@@ -678,6 +704,8 @@ def test_the_matrix_names_a_role_for_the_plan_and_owner_only_for_the_rest():
         "sessions/shared/": VIEWER,
         "sessions/<int:session_id>/plan/": VIEWER,
         "sessions/<int:session_id>/plan.md": VIEWER,
+        # An implementation check's report is part of the plan's record (issue 25).
+        "sessions/<int:session_id>/plan/implementation/<int:check_id>/": VIEWER,
         "sessions/<int:session_id>/plan/export/<slug:kind>/": VIEWER,
         "sessions/<int:session_id>/plan/compare/": VIEWER,
         "sessions/<int:session_id>/plan/comments/": COMMENTER,
