@@ -121,10 +121,11 @@ def _limits() -> None:  # pragma: no cover - runs in the child
     resource.setrlimit(resource.RLIMIT_FSIZE, (_CHILD_OUTPUT, _CHILD_OUTPUT))
 
 
-def apply(text: str, before: dict[str, str]) -> dict[str, str | None]:
+def apply(text: str, before: dict[str, str], *, reverse: bool = False) -> dict[str, str | None]:
     """Apply the diff to `before` (path → text of every file it touches that exists) in a child
     process; the touched files' new text (None: deleted). DiffRefused, with git's words, when
-    it does not apply."""
+    it does not apply. `reverse` takes the diff out instead (`git apply -R`: the bench's way
+    back from a release that already holds a fix to the code before it)."""
     touched = read(text)
     git = shutil.which("git")
     if git is None:
@@ -148,7 +149,7 @@ def apply(text: str, before: dict[str, str]) -> dict[str, str | None]:
         }
         try:
             done = subprocess.run(
-                [git, "apply", strip, "--whitespace=nowarn", str(patch)],
+                [git, "apply", strip, "--whitespace=nowarn", *(["-R"] * reverse), str(patch)],
                 cwd=root,
                 env=env,
                 capture_output=True,
@@ -162,16 +163,11 @@ def apply(text: str, before: dict[str, str]) -> dict[str, str | None]:
             said = " ".join((done.stderr or done.stdout).split())[:600]
             raise DiffRefused(f"The diff does not apply to the plan's version of the code: {said}")
         after: dict[str, str | None] = {}
-        for item in touched:
-            if item.old and item.old != item.new:
-                after.setdefault(item.old, None)
-            if item.new is None:
-                continue
-            target = root / item.new
+        for path in dict.fromkeys(p for item in touched for p in (item.old, item.new) if p):
             try:
-                after[item.new] = target.read_text(encoding="utf-8")
+                after[path] = (root / path).read_text(encoding="utf-8")
             except FileNotFoundError:
-                after[item.new] = None
+                after[path] = None
             except UnicodeDecodeError:
-                raise DiffRefused(f"`{item.new}` is not UTF-8 text after the diff.") from None
+                raise DiffRefused(f"`{path}` is not UTF-8 text after the diff.") from None
         return after
