@@ -110,20 +110,27 @@ class Definition(NamedTuple):
 def shown_definitions(
     sources: list[Source], outline: Callable[[str], OutlineResult], limit: int = 40
 ) -> dict[str, Definition]:
-    """The definitions (functions, classes, methods) that start inside the lines the agents
-    were shown, by name (`Class.method` for a method), each with its file and lines: what a
-    step may name as the code it changes. In the sources' order, at most `limit`; a name
-    defined in two places keeps the first."""
+    """The definitions (functions, classes, methods) whose code the agents were shown, by name
+    (`Class.method` for a method), each with its file and lines: what a step may name as the
+    code it changes. Those that start inside the lines shown, and the one each shown span
+    begins inside (the innermost): a long function's second chunk, or a search hit in its
+    body, shows that function's code without its first line (xarray-2905: the fix's
+    `as_compatible_data` was shown in part and not offered). In file order by the sources'
+    order of files, at most `limit`; a name defined in two places keeps the first."""
     found: dict[str, Definition] = {}
     for path in dict.fromkeys(s.path for s in sources):
         result = outline(path)
         if not result.found:
             continue
         shown = [s for s in sources if s.path == path]
-        for entry in result.entries:
-            if entry.kind not in DEFINITION_KINDS or entry.depth > 1:
-                continue
-            if not any(s.holds(path, entry.start_line) for s in shown):
+        entries = [e for e in result.entries if e.kind in DEFINITION_KINDS and e.depth <= 1]
+        within = {
+            max(enclosing, key=lambda e: (e.depth, e.start_line))
+            for s in shown
+            if (enclosing := [e for e in entries if e.start_line < s.start <= e.end_line])
+        }
+        for entry in entries:
+            if entry not in within and not any(s.holds(path, entry.start_line) for s in shown):
                 continue
             name = f"{entry.container}.{entry.name}" if entry.container else entry.name
             found.setdefault(name, Definition(path, entry.start_line, entry.end_line))

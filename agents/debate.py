@@ -17,6 +17,7 @@ from agents.plan_writer import final_structured_turn
 from agents.prompts import (
     AGENT_A,
     AGENT_B,
+    OBJECTIONS_CUE,
     agent_messages,
     clip_transcript,
     code_context,
@@ -154,7 +155,7 @@ def _prompt(
     if other is not None:
         tag = "critique" if letter == "A" else "proposal"
         parts.append(f"<{tag}>\n{other[-2000:]}\n</{tag}>")
-    cue = "Your proposal:" if letter == "A" else "Your critique:"
+    cue = "Your proposal:" if letter == "A" else f"Your critique: {OBJECTIONS_CUE}"
     parts.append(f"{ask} {language_rule(session.language)} At most 180 words.\n\n{cue}")
     return agent_messages(role, session.task_analysis, session.language, shared=shared, own=parts)
 

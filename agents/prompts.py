@@ -29,6 +29,11 @@ AGENT_B = (
     "the proposal (missing files, wrong assumptions about the code, edge cases, tests, "
     "security) and say what must change, citing code. Agree only with what the code supports."
 )
+OBJECTIONS_CUE = "your objections, as a numbered list.\n1."
+"""How a review's request ends (after "Your review:" or "Your critique:"): the list begun. Asked
+for "Your review:" after a proposal in markdown, the 1.5B model copied the proposal in 2 of 4
+replays of one requests walk's review (and in both of that walk's calls); asked for a numbered
+list of objections, in none of 4, with 2 to 6 objections each (agents.objections counts)."""
 TEAM = (
     "Two engineers plan a code change in the codebase below: Agent A proposes the change, "
     "Agent B reviews it. " + _RULES

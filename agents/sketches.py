@@ -5,12 +5,13 @@ alone, checked against it.
 A small model asked for a whole plan restates the bug as the fix; asked for one definition's
 change, with its code in front of it, it writes the change. So each sketch is one small call
 (agents.planning.sketching): the task, the step, and the definition's numbered code. The model
-names the first and last line that change by their numbers (the schema offers only the code's
-own line numbers) and writes what they become; the lines replaced are taken from the code, so
-they are the code's own lines, consecutive, character for character. The app checks the rest:
-the numbers are lines of the code shown and few; an "after" that changes nothing, or writes
-one line over and over, is no sketch; and a definition that parses must still parse with the
-change applied (tree-sitter). Its "after" lines get the code's indentation where the model
+names the first line that changes by its text (the schema offers only the code's own lines)
+and how many lines from it change, and writes what they become; the lines replaced are taken
+from the code, so they are the code's own lines, consecutive, character for character. The
+app checks the rest: a header named but not rewritten keeps its place (the new code goes
+under it); an "after" that changes nothing, or writes one line over and over, is no sketch;
+and a definition that parses must still parse with the change applied (tree-sitter, and
+Python's own parser for Python). Its "after" lines get the code's indentation where the model
 flattened it. A sketch that fails the check is asked for once more with the problem shown,
 then kept flagged. One that passes is shown as a unified diff hunk with the code's real line
 numbers and two lines around it.

@@ -50,7 +50,14 @@ from agents.plan import (
     with_step_files,
 )
 from agents.planning.sketching import sketch_steps
-from agents.prompts import AGENT_A, AGENT_B, agent_messages, code_context, language_rule
+from agents.prompts import (
+    AGENT_A,
+    AGENT_B,
+    OBJECTIONS_CUE,
+    agent_messages,
+    code_context,
+    language_rule,
+)
 from agents.providers.base import ChatMessage
 from agents.review_checks import action_risks, checks_block, review_points
 from agents.runtime import TurnStream
@@ -373,7 +380,7 @@ def review_and_refine(ctx: NodeContext) -> NodeResult:
         "wrong or missing, which files or tests it forgets, what you would change. "
         + ("Say for each of the app's checks whether it matters and why. " if points else "")
         + f"Cite {_cite(ctx)}. Write only your review, at most 180 words. "
-        f"{language_rule(ctx.session.language)}\n\nYour review:"
+        f"{language_rule(ctx.session.language)}\n\nYour review: {OBJECTIONS_CUE}"
     )
     shared = [*ctx.grounding(), f"Task: {ctx.session.task}{ctx.notes()}"]
     own = [f"<proposal>\n{proposal_md}\n</proposal>", checks_block(points), request]

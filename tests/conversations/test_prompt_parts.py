@@ -18,7 +18,7 @@ from agents.analysis import guidance
 from agents.investigation.clarify import QuestionAsked
 from agents.investigation.session import profile_summary
 from agents.planning import nodes
-from agents.prompts import AGENT_A, AGENT_B, TEAM, TOOL_GUIDE
+from agents.prompts import AGENT_A, AGENT_B, OBJECTIONS_CUE, TEAM, TOOL_GUIDE
 from agents.providers.fake import FakeProvider
 from agents.verification import NO_OBJECTION_NOTE
 from conversations import services
@@ -235,6 +235,9 @@ def test_the_review_prompt_holds_the_grounding_the_proposal_and_the_apps_checks(
         )
         == []
     )
+    # The request ends with the list begun: asked for a plain "Your review:", the 1.5B model
+    # copied the proposal in 2 of 4 replays (agents.prompts.OBJECTIONS_CUE).
+    assert call.request.endswith(f"Your review: {OBJECTIONS_CUE}")
 
 
 def test_the_objection_check_holds_the_evidence_and_the_numbered_objections(session):
@@ -452,6 +455,7 @@ def test_the_debate_turns_hold_the_code_the_other_agents_reply_and_the_signal(de
         {**shared, "Agent A's reply": f"<proposal>\n{a_first}\n</proposal>",
          "the request": "Critique Agent A's proposal"},
     ) == []  # fmt: skip
+    assert asked_b[0].endswith(f"Your critique: {OBJECTIONS_CUE}")
     assert AGENT_B in asked_b[0]
     # A answers only the objection the evidence kept.
     assert f"<critique>\n1. {OBJECTION}\n</critique>" in asked_a[1]
