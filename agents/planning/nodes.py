@@ -656,6 +656,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
         filled=filled,
         looked=looked,
         idle=(idle, idle_files),
+        emptied=_emptied_details(drafted.get("steps"), copied.get("steps")),
     )
     data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
     data = with_step_files(data, ctx.paths)
@@ -741,13 +742,23 @@ def without_copies(
             out[key] = ""
         elif isinstance(value, list):
             out[key] = [v for v in value if not (isinstance(v, str) and is_copied(v, request))]
-    # A decision or a risk that is the summary again is neither (the 1.5B model copies its
-    # summary into Decisions): the summary says it once.
-    summary = str(out.get("summary") or "")
-    for key in ("decisions", "risks"):
+    # A decision, test or risk that is the summary or a step again is none of these (the 1.5B
+    # model copies its summary into Decisions, and on the requests walk one step's detail into
+    # Decisions, Testing and Risks and into the next step): the plan says it once, where it
+    # first said it.
+    if isinstance(out.get("steps"), list):
+        out["steps"] = _without_repeated_details(out["steps"])
+    said = [str(out.get("summary") or "")]
+    said += [str(s.get("detail") or "") for s in out.get("steps") or [] if isinstance(s, dict)]
+    said = [text for text in said if text.strip()]
+    for key in ("decisions", "testing", "risks"):
         value = out.get(key)
-        if summary and isinstance(value, list):
-            out[key] = [v for v in value if not (isinstance(v, str) and is_copied(v, summary))]
+        if said and isinstance(value, list):
+            out[key] = [
+                v
+                for v in value
+                if not (isinstance(v, str) and any(is_copied(v, text) for text in said))
+            ]
     titles = [str(s.get("title", "")).strip() for s in out.get("steps") or [] if s.get("title")]
     if not str(out.get("summary") or "").strip() and titles:
         out["summary"] = "The change, step by step: " + "; ".join(titles) + "."
@@ -756,6 +767,24 @@ def without_copies(
         out["testing"] = [
             f"Add a test that reproduces the task's problem and fails before the change; run {run}."
         ]
+    return out
+
+
+def _without_repeated_details(steps: list[Any]) -> list[Any]:
+    """The steps, each whose detail copies an earlier step's detail left with its title only
+    (its files stay): a step "Add tests" whose detail is the first step's fix again says
+    nothing the first did not."""
+    if not isinstance(steps, list):
+        return steps
+    out: list[Any] = []
+    details: list[str] = []
+    for step in steps:
+        detail = str(step.get("detail") or "") if isinstance(step, dict) else ""
+        if detail.strip() and any(is_copied(detail, earlier) for earlier in details):
+            step = {**step, "detail": ""}
+        elif detail.strip():
+            details.append(detail)
+        out.append(step)
     return out
 
 
@@ -794,9 +823,11 @@ def _note_left_out(
     filled: Sequence[int] = (),
     looked: Sequence[str] = (),
     idle: tuple[Sequence[str], Sequence[str]] = ((), ()),
+    emptied: Sequence[str] = (),
 ) -> None:
     """Say on the finalize message what the plan left out of the model's draft (fields that
-    repeated the instructions), so the session page and the plan page tell one story; the
+    repeated the instructions or the plan itself; `emptied`: the titles of steps whose detail
+    repeated an earlier step's), so the session page and the plan page tell one story; the
     draft as written stays in the Trace."""
     dropped: list[str] = []
     for key in ("summary", "decisions", "testing", "risks"):
@@ -806,6 +837,7 @@ def _note_left_out(
         else:
             gone = [before] if isinstance(before, str) and before and before != after else []
         dropped += [f"{key.capitalize()}: “{v[:80]}”" for v in gone]
+    dropped += [f"the detail of step “{title[:60]}”" for title in emptied]
     taken = [str(n) for n in filled]
     idle_titles, idle_files = idle
     if not dropped and not taken and not looked and not idle_titles:
@@ -813,13 +845,15 @@ def _note_left_out(
     notes = []
     if dropped:
         notes.append(
-            f"Left out of {what}: {len(dropped)} item(s) that repeat the instructions "
-            "instead of answering them (" + "; ".join(dropped) + ")."
+            f"Left out of {what}: {len(dropped)} item(s) that repeat the instructions, or "
+            f"the summary or a step of {what}, instead of saying something of their own ("
+            + "; ".join(dropped)
+            + ")."
         )
     if taken:
         notes.append(
-            f"Step {', '.join(taken)} said only where to change the code; {what} adds what the "
-            "approved proposal said to do there."
+            f"Step {', '.join(taken)} said only where to change the code, or repeated an "
+            f"earlier step; {what} adds what the approved proposal said to do there."
         )
     if looked:
         titles = "; ".join(f"“{t[:80]}”" for t in looked)
@@ -840,6 +874,25 @@ def _note_left_out(
     message.content += note
     Message.objects.filter(pk=message.pk).update(content=message.content)
     publish(ctx.session.pk, {"type": "message.end", "message": message_payload(message)})
+
+
+def _emptied_details(drafted: Any, kept: Any) -> list[str]:
+    """The titles of the kept steps whose detail the draft had and the plan left empty
+    (`_without_repeated_details`)."""
+    if not isinstance(drafted, list) or not isinstance(kept, list):
+        return []
+    had = {
+        str(s.get("title") or ""): str(s.get("detail") or "")
+        for s in drafted
+        if isinstance(s, dict)
+    }
+    return [
+        str(s.get("title") or "")
+        for s in kept
+        if isinstance(s, dict)
+        and not str(s.get("detail") or "").strip()
+        and had.get(str(s.get("title") or ""), "").strip()
+    ]
 
 
 def _store_citations(ctx: NodeContext, message: Message) -> None:

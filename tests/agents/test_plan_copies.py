@@ -118,3 +118,36 @@ def test_a_decision_or_risk_that_is_the_summary_again_is_taken_out():
     assert plan["summary"] == summary
     assert plan["decisions"] == [decision]
     assert plan["risks"] == []
+
+
+# The requests 2.20.0 walk's plan (local-1.5b), verbatim but cut: one step's detail copied into
+# Decisions, Testing, Risks and the next step's detail.
+FIX = (
+    "The function `should_strip_auth` is modified to check if the hostnames of the two URLs "
+    "are different and if the scheme is not the same. If both conditions are met, the function "
+    "returns `True`, indicating that the Authorization header should be removed."
+)
+REPEATED = {
+    "summary": "The `should_strip_auth` function in `requests/sessions.py` is modified to "
+    "correctly handle redirects to the same host and port.",
+    "decisions": [FIX],
+    "steps": [
+        {"title": "Correct the function", "detail": FIX, "files": ["requests/sessions.py"]},
+        {"title": "Add tests", "detail": FIX + " (see `requests/sessions.py:118-132`)",
+         "files": ["requests/sessions.py"]},
+    ],  # fmt: skip
+    "testing": [FIX[:150]],
+    "risks": [FIX[:150], "A redirect to a non-default port on the same host must still strip it."],
+}
+
+
+def test_a_step_repeated_in_decisions_testing_risks_and_the_next_step_is_said_once():
+    plan = without_copies(REPEATED, REQUEST, "pytest")
+    assert plan["steps"][0] == REPEATED["steps"][0]
+    # The second step keeps its title and files, not the first step's words.
+    assert plan["steps"][1] == {**REPEATED["steps"][1], "detail": ""}
+    assert plan["decisions"] == []
+    assert plan["risks"] == [REPEATED["risks"][1]]
+    assert plan["testing"] == [
+        "Add a test that reproduces the task's problem and fails before the change; run `pytest`."
+    ]

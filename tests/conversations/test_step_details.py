@@ -89,7 +89,10 @@ def test_the_final_plan_shows_what_the_proposal_said_and_its_message_says_where_
     step = Plan.objects.get(session=session).structured["steps"][0]
     assert step["detail"].startswith(SAID)
     said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
-    assert "Step 1 said only where to change the code; the plan adds what the approved" in said
+    assert (
+        "Step 1 said only where to change the code, or repeated an earlier step; the plan adds "
+        "what the approved" in said
+    )
 
 
 def test_steps_that_only_look_at_the_code_are_left_out_and_named():
@@ -213,3 +216,45 @@ def test_the_final_plan_leaves_out_a_step_that_changes_nothing_and_says_so(sessi
     assert [f["path"] for f in plan["files"]] == [path]
     said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
     assert f"1 step(s) that change nothing (“No changes to `{other}`”), and `{other}`" in said
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_drained")
+def test_a_step_that_repeats_an_earlier_one_takes_the_proposals_detail_and_the_page_says_so(
+    session,  # noqa: F811
+):
+    # The requests walk's plan (local-1.5b): step 2 "Add tests" repeated step 1's detail, and
+    # Testing and Risks repeated it again.
+    ctx = investigated(session, iteration=1)
+    name, where = next(iter(ctx.definitions().items()))
+    path = where[0]
+    test_detail = "A token issued two days ago is refused by `TokenStore.check`."
+    ctx.state.proposal = {
+        "summary": "Drop tokens older than a day on lookup.",
+        "steps": [
+            {"title": "Expire old tokens", "symbol": name, "detail": SAID, "files": [path]},
+            {"title": "Add tests", "symbol": "none", "detail": test_detail, "files": [path]},
+        ],
+        "files": [{"path": path, "action": "modify", "reason": "the code that changes"}],
+    }
+    fix = f"{SAID} Compare the issue time with the clock in `{path}:{where[1]}`."
+    draft = {
+        "summary": "Drop tokens older than a day on lookup.",
+        "effort": {"size": "S", "estimate": "1 day"},
+        "decisions": [],
+        "steps": [{"title": "Expire old tokens", "symbol": name, "detail": fix, "files": [path]},
+                  {"title": "Add tests", "symbol": "none", "detail": fix, "files": [path]}],
+        "files": [{"path": path, "action": "modify", "reason": "the code that changes"}],
+        "new_files": [],
+        "testing": [fix],
+        "risks": [fix],
+    }  # fmt: skip
+    FakeProvider.script("fake", draft, {"first": "", "lines": 1, "after": []})
+    nodes.finalize_plan(ctx)
+    plan = Plan.objects.get(session=session).structured
+    assert [s["detail"] for s in plan["steps"]][1].startswith(test_detail)
+    assert plan["risks"] == []
+    assert fix not in plan["testing"]
+    said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
+    assert "the detail of step “Add tests”" in said
+    assert "Testing: “" in said and "Risks: “" in said
