@@ -55,7 +55,8 @@ def check_new(request: HttpRequest, session_id: int) -> HttpResponse:
     }
     if request.method == "POST":
         upload = request.FILES.get("diff_file")
-        diff: bytes | str = request.POST.get("diff", "")
+        # A browser sends a textarea's line breaks as CRLF, whatever was pasted.
+        diff: bytes | str = request.POST.get("diff", "").replace("\r\n", "\n")
         label = request.POST.get("label", "")
         if upload is not None:
             if upload.size is not None and upload.size > MAX_DIFF_BYTES:

@@ -360,3 +360,11 @@ def test_the_api_lists_a_plans_checks_to_its_owner_only(user, other_user, plan, 
     assert found.status_code == 200, found.content
     assert found.json()[0]["steps"][0]["status"] == "done"
     assert TokenClient(create_token(other_user, "x", "read").secret).get(url).status_code == 404
+
+
+def test_a_diff_pasted_in_a_browser_with_crlf_line_breaks_still_applies(client, user, plan, jobs):
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, FIXED).replace("\n", "\r\n"))
+    jobs()
+    check = ImplementationCheck.objects.get()
+    assert check.status == "done", check.error
