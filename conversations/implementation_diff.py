@@ -141,7 +141,7 @@ def apply(text: str, before: dict[str, str], *, reverse: bool = False) -> dict[s
         patch.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
         strip = "-p1" if any(line.startswith("+++ b/") for line in text.splitlines()) else "-p0"
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PATH": f"{os.path.dirname(git)}:/usr/bin:/bin",
             "HOME": folder,
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
