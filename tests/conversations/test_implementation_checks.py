@@ -368,3 +368,16 @@ def test_a_diff_pasted_in_a_browser_with_crlf_line_breaks_still_applies(client, 
     jobs()
     check = ImplementationCheck.objects.get()
     assert check.status == "done", check.error
+
+
+def test_an_uploaded_diff_file_is_checked_under_its_name(client, user, plan, jobs):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client.force_login(user)
+    url = reverse("conversations:implementation_new", args=[plan.session_id])
+    upload = SimpleUploadedFile("guard.patch", diff(AUTH, FIXED).encode())
+    response = client.post(url, {"version": 1, "source": "diff", "diff_file": upload})
+    assert response.status_code == 302
+    jobs()
+    check = ImplementationCheck.objects.get()
+    assert check.label == "guard.patch" and check.report["steps"][0]["status"] == "done"
