@@ -381,3 +381,22 @@ def test_an_uploaded_diff_file_is_checked_under_its_name(client, user, plan, job
     jobs()
     check = ImplementationCheck.objects.get()
     assert check.label == "guard.patch" and check.report["steps"][0]["status"] == "done"
+
+
+def test_a_check_whose_job_died_shows_as_stalled_and_runs_again(client, user, plan, jobs):
+    from datetime import timedelta
+
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, FIXED))
+    check = ImplementationCheck.objects.get()
+    ImplementationCheck.objects.filter(pk=check.pk).update(
+        status="running", updated_at=timezone.now() - timedelta(minutes=11)
+    )
+    detail = reverse("conversations:implementation_check", args=[plan.session_id, check.pk])
+    html = client.get(detail).content.decode()
+    assert 'data-state="stalled"' in html and "has not written anything" in html
+    again = reverse("conversations:implementation_again", args=[plan.session_id, check.pk])
+    assert client.post(again).status_code == 302
+    jobs()
+    check.refresh_from_db()
+    assert check.status == "done"
