@@ -19,9 +19,11 @@ numbers and two lines around it.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 import textwrap
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -516,6 +518,64 @@ def syntax_problem(code: Excerpt, checked: Checked, after: list[str]) -> str:
         f"With this change `{code.name}` no longer parses (near line {line}): write the after "
         "lines as complete code, with the indentation and brackets of the code around them."
     )
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+           ast.SetComp, ast.DictComp, ast.GeneratorExp)  # fmt: skip
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def unbound_problem(code: Excerpt, checked: Checked, after: list[str]) -> str:
+    """A problem when the sketch's new lines read a local name of a Python function before the
+    function first assigns it (the requests walk: `if old_parsed.hostname == …` put under the
+    docstring, above `old_parsed = urlparse(old_url)`). Only the new lines are judged, only
+    names the function assigns and does not take as parameters, and not inside a loop that
+    assigns them (the next pass reads them) or a nested scope. "" when none, or when the code
+    is not a whole Python function that parses."""
+    if code.language != "python" or code.start != code.whole[0]:
+        return ""
+    lines = edited(code, checked, after)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(textwrap.dedent("\n".join(lines)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    function = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        return ""
+    first = checked.start - code.start + 1  # the new lines, 1-based in `lines`
+    new = range(first, first + len(after))
+    parameters = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    assigned: dict[str, int] = {}
+    reads: list[tuple[str, int, ast.AST | None]] = []
+
+    def visit(node: ast.AST, loop: ast.AST | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, _SCOPES):
+                continue
+            if isinstance(child, ast.Name):
+                if isinstance(child.ctx, ast.Store):
+                    assigned[child.id] = min(assigned.get(child.id, child.lineno), child.lineno)
+                elif child.lineno in new:
+                    reads.append((child.id, child.lineno, loop))
+            visit(child, child if isinstance(child, _LOOPS) else loop)
+
+    for statement in function.body:
+        visit(ast.Module(body=[statement], type_ignores=[]), None)
+    for name, line, loop in reads:
+        at = assigned.get(name)
+        if name in parameters or at is None or at <= line:
+            continue
+        if loop is not None and loop.lineno <= at <= (loop.end_lineno or at):
+            continue
+        moved = len(after) - len(checked.before) if at >= new.stop else 0
+        return (
+            f"The new line {code.start + line - 1} reads `{name}` before line "
+            f"{code.start + at - 1 - moved} of the code assigns it: put the new lines after it "
+            "(name that line as `first`)."
+        )
+    return ""
 
 
 # ------------------------------------------------------------------ rendering

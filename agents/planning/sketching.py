@@ -22,6 +22,7 @@ from agents.sketches import (
     render_sketch_message,
     sketch_schema,
     syntax_problem,
+    unbound_problem,
     with_blank_lines,
 )
 from agents.turns import Agent, structured_turn
@@ -97,7 +98,17 @@ def write_sketch(brief: Brief, code: Excerpt, ask: Ask) -> dict[str, Any]:
         after = with_blank_lines(
             reindented(after, checked.before, indent_unit(code)), checked.before, code.language
         )
-        problems = checked.problems or [p for p in [syntax_problem(code, checked, after)] if p]
+        problems = (
+            checked.problems
+            or [
+                p
+                for p in (
+                    syntax_problem(code, checked, after),
+                    unbound_problem(code, checked, after),
+                )
+                if p
+            ][:1]
+        )
         result = {
             "before": checked.before,
             "after": after,

@@ -19,6 +19,7 @@ from agents.sketches import (
     shown_code,
     sketch_schema,
     syntax_problem,
+    unbound_problem,
     with_blank_lines,
 )
 from agents.turns import agent_for
@@ -556,3 +557,76 @@ def test_comment_lines_in_the_replaced_span_stay_where_they_were():
 def test_a_comment_is_code_in_a_language_whose_comments_look_otherwise():
     c_code = Excerpt("x.c", "f", 1, ("#define N 3", "int f() {", "  return N;", "}"), (1, 4), "c")
     assert "#define N 3" in sketch_schema(c_code).model_json_schema()["properties"]["first"]["enum"]
+
+
+# requests 2.20.0, `requests/sessions.py:118-132`, as the walk's plan showed it.
+REDIRECT = Excerpt(
+    "requests/sessions.py",
+    "SessionRedirectMixin.should_strip_auth",
+    118,
+    (
+        "    def should_strip_auth(self, old_url, new_url):",
+        '        """Decide whether Authorization header should be removed when redirecting"""',
+        "        old_parsed = urlparse(old_url)",
+        "        new_parsed = urlparse(new_url)",
+        "        if old_parsed.hostname != new_parsed.hostname:",
+        "            return True",
+        "        # Special case: allow http -> https redirect when using the standard",
+        "        # ports. This isn't specified by RFC 7235, but is kept to avoid",
+        "        # breaking backwards compatibility with older versions of requests",
+        "        # that allowed any redirects on the same host.",
+        "        if (old_parsed.scheme == 'http' and old_parsed.port in (80, None)",
+        "                and new_parsed.scheme == 'https' and new_parsed.port in (443, None)):",
+        "            return False",
+        "        # Standard case: root URI must match",
+        "        return old_parsed.port != new_parsed.port or old_parsed.scheme != new_parsed.scheme",
+    ),
+    (118, 132),
+    "python",
+)
+LOOP = Excerpt(
+    "a.py",
+    "first_repeat",
+    1,
+    (
+        "def first_repeat(items):",
+        "    for item in items:",
+        "        if item == 0:",
+        "            continue",
+        "        last = item",
+        "    return None",
+    ),
+    (1, 6),
+    "python",
+)
+
+
+def test_new_lines_reading_a_local_before_the_code_assigns_it_are_a_problem():
+    # The walk's sketch named the def line; its new lines went under the docstring, above
+    # the two lines assigning the names they read.
+    after = [
+        "if old_parsed.hostname == new_parsed.hostname and old_parsed.port == new_parsed.port:",
+        "    return False",
+    ]
+    checked = check("def should_strip_auth(self, old_url, new_url):", 1, after, REDIRECT)
+    assert checked.problems == [] and syntax_problem(REDIRECT, checked, checked.after) == ""
+    assert unbound_problem(REDIRECT, checked, checked.after) == (
+        "The new line 120 reads `old_parsed` before line 120 of the code assigns it: put the "
+        "new lines after it (name that line as `first`)."
+    )
+    # The same lines after the assignments read what is there, and so do parameters and
+    # names the code never assigns (globals).
+    below = check("new_parsed = urlparse(new_url)", 1, ["new_parsed = urlparse(new_url)", *after],
+                  REDIRECT)  # fmt: skip
+    assert below.problems == [] and unbound_problem(REDIRECT, below, below.after) == ""
+    params = check("old_parsed = urlparse(old_url)", 1, ["old_parsed = parse(old_url, DEFAULT)"],
+                   REDIRECT)  # fmt: skip
+    assert unbound_problem(REDIRECT, params, params.after) == ""
+
+
+def test_a_name_a_loop_assigns_for_its_next_pass_is_not_a_problem():
+    checked = check("continue", 1, ["if item == last:", "    return item"], LOOP)
+    assert checked.problems == [] and unbound_problem(LOOP, checked, checked.after) == ""
+    # Outside the loop, before it, the same read is one.
+    before = check("for item in items:", 1, ["    seen = last", "    for item in items:"], LOOP)
+    assert unbound_problem(LOOP, before, before.after).startswith("The new line 2 reads `last`")
