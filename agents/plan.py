@@ -202,6 +202,10 @@ def _step_code(step: dict[str, Any]) -> list[str]:
     if target.get("kind") == "new":
         return [f"   New definition in {code_span(_text(target.get('path')))}."]
     code = step.get("code") if isinstance(step.get("code"), dict) else None
+    same = step.get("same_code_as")
+    if not code and isinstance(same, int) and target.get("name"):
+        name = code_span(_text(target.get("name")))
+        return ["", f"   Changes {name}, whose code and sketch are under step {same}.", ""]
     if not code:
         return []
     sketch = step.get("sketch") if isinstance(step.get("sketch"), dict) else None

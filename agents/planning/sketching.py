@@ -157,13 +157,15 @@ def sketch_steps(
     cited: Callable[[dict[str, Any]], int | None] | None = None,
 ) -> dict[str, Any]:
     """`data` whose steps that target a real definition carry its `code` (the lines shown
-    under the step) and, for the first MAX_SKETCHES of them, a `sketch`. `cited(step)` gives
+    under the step) and, for the first MAX_SKETCHES of them, a `sketch`; a later step on a
+    definition an earlier one shows carries `same_code_as` (that step's number) instead. `cited(step)` gives
     the line a step cites, to pick the window of a long definition."""
     steps = data.get("steps")
     if not isinstance(steps, list):
         return data
     out: list[Any] = []
     sketched = 0
+    shown: dict[tuple[str, str], int] = {}  # a definition's code, by the step that shows it
     for number, step in enumerate(steps, 1):
         target = step.get("target") if isinstance(step, dict) else None
         code = (
@@ -172,6 +174,13 @@ def sketch_steps(
         if code is None:
             out.append(step)
             continue
+        if (code.path, code.name) in shown:
+            # A second step on the same definition (the requests walk: "Add a new test for
+            # the check" on the function under test) would show its code again and sketch a
+            # second change to the same lines: the plan points at the first.
+            out.append({**step, "same_code_as": shown[(code.path, code.name)]})
+            continue
+        shown[(code.path, code.name)] = number
         step = {**step, "code": {"path": code.path, "start": code.start, "lines": list(code.lines)}}
         if sketched < MAX_SKETCHES:
             sketched += 1

@@ -133,8 +133,11 @@ REPEATED = {
     "decisions": [FIX],
     "steps": [
         {"title": "Correct the function", "detail": FIX, "files": ["requests/sessions.py"]},
-        {"title": "Add tests", "detail": FIX + " (see `requests/sessions.py:118-132`)",
-         "files": ["requests/sessions.py"]},
+        {
+            "title": "Add tests",
+            "detail": FIX + " (see `requests/sessions.py:118-132`)",
+            "files": ["requests/sessions.py"],
+        },
     ],  # fmt: skip
     "testing": [FIX[:150]],
     "risks": [FIX[:150], "A redirect to a non-default port on the same host must still strip it."],

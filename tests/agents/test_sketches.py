@@ -630,3 +630,25 @@ def test_a_name_a_loop_assigns_for_its_next_pass_is_not_a_problem():
     # Outside the loop, before it, the same read is one.
     before = check("for item in items:", 1, ["    seen = last", "    for item in items:"], LOOP)
     assert unbound_problem(LOOP, before, before.after).startswith("The new line 2 reads `last`")
+
+
+@pytest.mark.django_db
+def test_a_second_step_on_the_same_definition_points_at_the_first_and_is_not_sketched_again(
+    session_on_codebase,
+):
+    # The requests walk: "Add a new test for the check" targeted the function under test, and
+    # its sketch deleted two of the lines the first step's sketch kept.
+    session, path = session_on_codebase
+    FakeProvider.script(
+        "fake", {"first": "return token", "lines": 1, "after": ["return token or None"]}
+    )
+    test_step = {**_targeting(path), "title": "Add a test for the expiry"}
+    data = {"steps": [_targeting(path), test_step]}
+    first, second = sketch_steps(session, agent_for(session, "A"), data, key="sketch:1")["steps"]
+    assert len(FakeProvider.prompts(schema="ChangeSketch")) == 1
+    assert first["sketch"]["checked"] and first["code"]["start"] == 1
+    assert "code" not in second and "sketch" not in second
+    assert second["same_code_as"] == 1
+    markdown = render_plan({"steps": [first, second]}, FileSet([path]))
+    assert markdown.count("Current code of `issue`") == 1
+    assert "   Changes `issue`, whose code and sketch are under step 1." in markdown
