@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Literal
@@ -24,6 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from agents.citations import extract_citations
+from agents.echoes import is_copied
 from agents.investigation.evidence import Evidence
 from agents.objections import MAX_OBJECTIONS, NO_OBJECTION, objections
 from agents.providers import get_provider
@@ -110,6 +112,10 @@ def flag_citations(session: PlanningSession, message: Message, evidence: list[Ev
 CORRECTION_CHARS = 200
 REASON_CHARS = 120
 VERDICT_TOKENS = 20 + (CORRECTION_CHARS + REASON_CHARS) // 4
+
+
+NO_REASON = "discarded with no reason of its own, so kept"
+"""Why an objection the verifier discarded is kept all the same."""
 
 
 class Verdict(BaseModel):
@@ -231,7 +237,7 @@ def verify_objections(
     except ProviderError as exc:
         log.info("session %s: objections not verified (%s)", session.pk, exc)
         by_number, note = {}, "\n\n_The check could not run; every objection is kept._"
-    checked = [_checked(text, by_number.get(n)) for n, text in enumerate(items, 1)]
+    checked = [_checked(text, by_number.get(n), items) for n, text in enumerate(items, 1)]
     stream.open()
     stream.finish(
         content=render(checked) + note,
@@ -254,7 +260,8 @@ def render(checked: list[Checked]) -> str:
     lines = ["**Objections checked against the evidence:**"]
     for n, c in enumerate(checked, 1):
         if c.verdict == "keep":
-            lines.append(f"{n}. kept — {c.objection}")
+            why = f" ({c.reason})" if c.reason == NO_REASON else ""
+            lines.append(f"{n}. kept — {c.objection}{why}")
         elif c.verdict == "update":
             lines.append(f"{n}. updated — {c.objection} → {c.correction}")
         else:
@@ -262,10 +269,22 @@ def render(checked: list[Checked]) -> str:
     return "\n".join(lines)
 
 
-def _checked(text: str, verdict: Verdict | None) -> Checked:
-    # An objection the verifier skipped is kept: dropping critique needs a reason.
+_LABELS = re.compile(r"\[E\d{1,4}(?:\s*,\s*E\d{1,4})*\]")
+
+
+def _checked(text: str, verdict: Verdict | None, items: Sequence[str] = ()) -> Checked:
+    """The verdict on one objection, as far as it holds: dropping critique needs a reason, so
+    an objection the verifier skipped is kept, and so is one discarded with no reason of its
+    own: none, or the words of an objection again (a bare [E#] is a reason: the evidence
+    contradicts it; the requests walk: objection 1 discarded
+    with objection 2's text as the reason, and 2 "updated" with 1's)."""
     if verdict is None:
         return Checked(text, "keep", reason="not judged")
+    reason = verdict.reason.strip()
     if verdict.verdict == "update" and not verdict.correction.strip():
-        return Checked(text, "keep", reason=verdict.reason)
-    return Checked(text, verdict.verdict, verdict.correction.strip(), verdict.reason.strip())
+        return Checked(text, "keep", reason=reason)
+    if verdict.verdict == "discard":
+        words = _LABELS.sub("", reason).strip(" .;:-")
+        if not reason or (words and any(is_copied(words, other) for other in items or [text])):
+            return Checked(text, "keep", reason=NO_REASON)
+    return Checked(text, verdict.verdict, verdict.correction.strip(), reason)

@@ -148,3 +148,38 @@ def test_a_review_with_no_real_objection_reaches_no_check_and_the_page_says_so(s
     assert kept(checked) == NO_OBJECTION_NOTE
     again = verify_objections(session, Agent("A", "fake"), REFUSAL, [], turn_key="verify:1")
     assert again == [] and session.messages.filter(node="verify").count() == 1
+
+
+# The requests walk's verification (local-1.5b), verbatim: each reason is the other objection.
+SAME_ORIGIN = (
+    "**The check does not consider the case where the same host and port are used for "
+    "different redirects** — This is a critical issue because it allows credentials to be lost "
+    "when redirecting between the same origin."
+)
+NEW_TEST = (
+    "**The new test should be added to ensure that the check works correctly** — While the new "
+    "test is necessary, it does not address the core issue of the check itself."
+)
+
+
+@pytest.mark.django_db
+def test_an_objection_discarded_with_no_reason_of_its_own_is_kept_and_the_page_says_so(session):
+    FakeProvider.script("fake", {"verdicts": [
+        {"objection": 1, "verdict": "discard", "reason": "[E6] The new test should be added to "
+         "ensure that the check works correctly. While the new test is necessary, it does not"},
+        {"objection": 2, "verdict": "discard", "reason": ""},
+        {"objection": 3, "verdict": "discard", "reason": "[E1]"},
+        {"objection": 4, "verdict": "discard", "reason": "[E1] shows a dict, not Redis."},
+    ]})  # fmt: skip
+    review = (
+        f"1. {SAME_ORIGIN}\n2. {NEW_TEST}\n3. The proposal forgets the tokens issued before "
+        "the upgrade, which have no issue time.\n4. The proposal must move the tokens to Redis."
+    )
+    checked = verify_objections(session, Agent("A", "fake"), review, [item(1)], turn_key="v:1")
+    assert [c.verdict for c in checked] == ["keep", "keep", "discard", "discard"]
+    assert checked[0].reason == checked[1].reason == "discarded with no reason of its own, so kept"
+    assert kept(checked) == f"1. {SAME_ORIGIN}\n2. {NEW_TEST}"
+    (shown,) = session.messages.filter(node="verify")
+    assert (
+        f"1. kept — {SAME_ORIGIN} (discarded with no reason of its own, so kept)" in shown.content
+    )
