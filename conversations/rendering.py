@@ -119,6 +119,15 @@ def render_markdown(text: str, *, file_url_prefix: str | None = None) -> str:
     )
 
 
+def render_inline(text: str) -> str:
+    """One line of markdown (a step's title) as sanitized inline HTML: `code` and emphasis
+    render, and no paragraph or list is made of it ("1. …" stays text)."""
+    html = _md.renderInline(text or "", {})
+    return mark_safe(  # noqa: S308 (cleaned by nh3 as render_markdown's output is)
+        nh3.clean(html, tags=_ALLOWED_TAGS, attributes=_ALLOWED_ATTRIBUTES, url_schemes=set())
+    )
+
+
 def _link_citations(html: str, prefix: str) -> str:
     # Only link inside inline code spans, where citations conventionally appear and where the
     # text is already HTML-escaped by markdown-it.

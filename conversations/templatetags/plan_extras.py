@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 
 from conversations import impact, stale
 from conversations.models import Plan
-from conversations.rendering import render_markdown
+from conversations.rendering import render_inline, render_markdown
 
 register = template.Library()
 
@@ -42,3 +42,9 @@ def plan_markdown(text: object) -> SafeString:
     """A plan field (model-written text) as sanitised HTML: `code`, emphasis and lists render
     instead of showing their markup."""
     return render_markdown(str(text or ""))  # type: ignore[return-value]
+
+
+@register.filter
+def plan_inline(text: object) -> SafeString:
+    """A one-line plan field (a step's title, model-written) as sanitised inline HTML."""
+    return render_inline(str(text or ""))  # type: ignore[return-value]

@@ -33,7 +33,7 @@ FIXED = AUTH.replace(
 )
 OTHER = AUTH.replace("    user.session = None\n", "    user.session = None\n    user.save()\n")
 STEP = {
-    "title": "Refuse logins over the limit",
+    "title": "Refuse logins over the limit in `login`",
     "detail": "In `app/auth.py:1`.",
     "files": ["app/auth.py"],
     "target": {"kind": "definition", "name": "login", "path": "app/auth.py", "start": 1, "end": 3},
@@ -136,6 +136,7 @@ def test_a_pasted_diff_is_applied_and_each_step_reported(client, user, plan, job
     ]
     page = client.get(response.url).content.decode()
     assert 'data-status="done"' in page and "+    if too_many(user):" in page
+    assert "1. Refuse logins over the limit in <code>login</code>" in page  # the model's title
     plan_page = client.get(reverse("conversations:plan", args=[plan.session_id])).content.decode()
     assert "Check an implementation" in plan_page and "1 done" in plan_page
     # Nothing of the codebase changed: a diff is checked, not applied to the index.
@@ -319,7 +320,7 @@ def test_the_report_is_exported_with_the_plan(client, user, plan, jobs):
     markdown = client.get(url)
     text = markdown.content.decode()
     assert "## Implementation checks" in text and "fix.diff" in text
-    assert "1. Refuse logins over the limit — done" in text
+    assert "1. Refuse logins over the limit in `login` — done" in text
 
 
 def test_a_share_link_shows_the_report_with_code_only_when_shared(client, user, plan, jobs):

@@ -166,3 +166,15 @@ def test_a_recheck_says_what_moved():
     assert moved(before, after) == [
         {"number": 1, "title": "Refuse logins over the limit", "from": NOT_DONE, "to": DONE}
     ]
+
+
+def test_a_steps_title_renders_its_code_and_no_markup_of_its_own():
+    from conversations.rendering import render_inline
+
+    assert render_inline("Change the check in `SessionRedirectMixin.should_strip_auth`") == (
+        "Change the check in <code>SessionRedirectMixin.should_strip_auth</code>"
+    )
+    assert render_inline("1. <script>x</script> [a](https://evil.example/?d=1)").startswith(
+        "1. &lt;script&gt;"
+    )
+    assert "href" not in render_inline("[a](https://evil.example/?d=1)")
