@@ -50,6 +50,9 @@ class Touched:
 
 _GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$")
 _BINARY = re.compile(r"^(GIT binary patch|Binary files .* differ)$")
+_LINK_MODE = re.compile(r"^(?:new file |deleted file |new |old )?mode 1[26]0000\b")
+"""A symbolic link (120000) or a submodule (160000): `git apply` would make a link that the
+check then reads through (`/etc/passwd` as a file's new text)."""
 
 
 def _side(raw: str, strip: bool) -> str | None:
@@ -94,6 +97,11 @@ def read(text: str) -> list[Touched]:
     for number, line in enumerate(lines):
         if _BINARY.match(line):
             raise DiffRefused("The diff changes a binary file; only text changes can be checked.")
+        if _LINK_MODE.match(line):
+            raise DiffRefused(
+                "The diff makes or changes a symbolic link or a submodule; only text files can "
+                "be checked."
+            )
         if (
             line.startswith("--- ")
             and number + 1 < len(lines)
@@ -164,6 +172,9 @@ def apply(text: str, before: dict[str, str], *, reverse: bool = False) -> dict[s
             raise DiffRefused(f"The diff does not apply to the plan's version of the code: {said}")
         after: dict[str, str | None] = {}
         for path in dict.fromkeys(p for item in touched for p in (item.old, item.new) if p):
+            parts = Path(path).parts
+            if any(root.joinpath(*parts[:n]).is_symlink() for n in range(1, len(parts) + 1)):
+                raise DiffRefused(f"`{path}` is a symbolic link after the diff.")
             try:
                 after[path] = (root / path).read_text(encoding="utf-8")
             except FileNotFoundError:

@@ -167,6 +167,12 @@ def test_a_diff_that_does_not_apply_fails_with_gits_words_and_keeps_the_plan(
         ("\x00\x01binary junk", "NUL bytes"),
         ("hello, no diff here", "No file changes found"),
         ("+" * 1_000_000, "at most"),
+        # git apply makes the link, and the check would read the server's file through it.
+        (
+            "diff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n"
+            "@@ -0,0 +1 @@\n+/etc/hostname\n\\ No newline at end of file\n",
+            "symbolic link",
+        ),
     ],
 )
 def test_hostile_diffs_are_refused_clearly_and_nothing_is_stored(
