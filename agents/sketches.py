@@ -548,9 +548,9 @@ def unbound_problem(code: Excerpt, checked: Checked, after: list[str]) -> str:
     new = range(first, first + len(after))
     parameters = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
     assigned: dict[str, int] = {}
-    reads: list[tuple[str, int, ast.AST | None]] = []
+    reads: list[tuple[str, int, ast.stmt | None]] = []
 
-    def visit(node: ast.AST, loop: ast.AST | None) -> None:
+    def visit(node: ast.AST, loop: ast.stmt | None) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, _SCOPES):
                 continue

@@ -50,9 +50,15 @@ class Touched:
 
 _GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$")
 _BINARY = re.compile(r"^(GIT binary patch|Binary files .* differ)$")
-_LINK_MODE = re.compile(r"^(?:new file |deleted file |new |old )?mode 1[26]0000\b")
-"""A symbolic link (120000) or a submodule (160000): `git apply` would make a link that the
-check then reads through (`/etc/passwd` as a file's new text)."""
+_MODE = re.compile(r"^(?:new file |deleted file |new |old )?mode\s+(\S+)")
+_FILE_MODES = frozenset({"100644", "100755", "644", "755"})
+"""The modes of a plain file. Any other (a symbolic link, 120000; a submodule, 160000) is
+refused: `git apply` would make a link that the check then reads through (`/etc/passwd` as a
+file's new text)."""
+_COPY = re.compile(r"^(?:copy|rename) (?:from|to) |^(?:dis)?similarity index ")
+"""A copy or a rename: git takes its source from any path it is given (`copy from
+/etc/hostname` was applied, and the file's text read back), with no --- and +++ lines to judge
+it by. Refused; `git diff --no-renames` writes a rename as a deletion and an addition."""
 
 
 def _side(raw: str, strip: bool) -> str | None:
@@ -90,17 +96,23 @@ def read(text: str) -> list[Touched]:
     """The files a unified diff touches, in order. DiffRefused when it touches none, more than
     MAX_DIFF_FILES, a binary file, or a path outside the tree."""
     lines = text.splitlines()
-    strip = any(line.startswith(("--- a/", "+++ b/")) for line in lines)
+    strip = _strips(lines)
     found: list[Touched] = []
     old: str | None = None
     have_old = False
     for number, line in enumerate(lines):
         if _BINARY.match(line):
             raise DiffRefused("The diff changes a binary file; only text changes can be checked.")
-        if _LINK_MODE.match(line):
+        mode = _MODE.match(line)
+        if mode and mode[1].lstrip("0") not in _FILE_MODES:
             raise DiffRefused(
                 "The diff makes or changes a symbolic link or a submodule; only text files can "
                 "be checked."
+            )
+        if _COPY.match(line):
+            raise DiffRefused(
+                "The diff copies or renames a file; write it without (`git diff --no-renames`) "
+                "to have it checked."
             )
         if (
             line.startswith("--- ")
@@ -121,6 +133,11 @@ def read(text: str) -> list[Touched]:
             "with --- and +++ lines)."
         )
     return found
+
+
+def _strips(lines: list[str]) -> bool:
+    """Whether the diff's paths carry git's a/ and b/ prefixes (applied with -p1)."""
+    return any(line.startswith(("--- a/", "+++ b/")) for line in lines)
 
 
 def _limits() -> None:  # pragma: no cover - runs in the child
@@ -147,7 +164,7 @@ def apply(text: str, before: dict[str, str], *, reverse: bool = False) -> dict[s
             target.write_text(content, encoding="utf-8", newline="")
         patch = Path(folder) / "change.diff"
         patch.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-        strip = "-p1" if any(line.startswith("+++ b/") for line in text.splitlines()) else "-p0"
+        strip = "-p1" if _strips(text.splitlines()) else "-p0"
         env = {
             "PATH": f"{os.path.dirname(git)}:/usr/bin:/bin",
             "HOME": folder,

@@ -173,6 +173,18 @@ def test_a_diff_that_does_not_apply_fails_with_gits_words_and_keeps_the_plan(
             "@@ -0,0 +1 @@\n+/etc/hostname\n\\ No newline at end of file\n",
             "symbolic link",
         ),
+        # git copies from any path it is given, and the check would read the copy back.
+        (
+            "--- a/app/auth.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+            "diff --git a/x b/app/auth.py\nsimilarity index 100%\n"
+            "copy from ../../../../etc/hostname\ncopy to app/auth.py\n",
+            "copies or renames",
+        ),
+        (
+            "diff --git a/l b/l\nnew file mode 0120000\n--- /dev/null\n+++ b/l\n"
+            "@@ -0,0 +1 @@\n+/etc/hostname\n",
+            "symbolic link",
+        ),
     ],
 )
 def test_hostile_diffs_are_refused_clearly_and_nothing_is_stored(
@@ -407,3 +419,10 @@ def test_a_check_whose_job_died_shows_as_stalled_and_runs_again(client, user, pl
     jobs()
     check.refresh_from_db()
     assert check.status == "done"
+
+
+def test_a_diff_that_only_deletes_a_file_applies():
+    from conversations.implementation_diff import apply
+
+    deleted = "--- a/app/views.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a = 1\n"
+    assert apply(deleted, {"app/views.py": "a = 1\n"}) == {"app/views.py": None}
