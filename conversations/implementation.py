@@ -139,9 +139,19 @@ def unchanged(old: Code, new: Code) -> bool:
 _HEADER = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
+MAX_COMPARED = 4_000_000
+"""Old lines times new lines a definition's change is computed for: difflib's time grows
+faster than that product (a 10,000-line definition took 18 s, 20,000 lines more than 100 s,
+in the web process), and no plan step's definition is that long."""
+
+
 def hunk(old: Code, new: Code, name: str = "") -> list[str]:
     """The change from `old` to `new` as unified diff hunks with the file's real line
-    numbers on both sides."""
+    numbers on both sides; for definitions too long to compare (MAX_COMPARED), one line
+    saying so."""
+    if len(old.lines) * len(new.lines) > MAX_COMPARED:
+        return [f"@@ {name}: {len(old.lines)} lines before, {len(new.lines)} after; too long "
+                "to show the change @@"]  # fmt: skip
     lines = list(difflib.unified_diff(old.lines, new.lines, lineterm="", n=HUNK_CONTEXT))[2:]
     out: list[str] = []
     for line in lines:

@@ -86,10 +86,13 @@ def checks_of(plan: Plan) -> list[ImplementationCheck]:
 
 
 def state(check: ImplementationCheck) -> str:
-    """pending, running, done, failed, or stalled (running, but its job stopped writing)."""
-    if check.status == ImplementationCheck.Status.RUNNING and (
-        timezone.now() - check.updated_at > STALLED_AFTER
-    ):
+    """pending, running, done, failed, or stalled (pending or running, but its job has not
+    written for STALLED_AFTER: it stopped, or was never started, as when the server was
+    stopping)."""
+    if check.status in (
+        ImplementationCheck.Status.RUNNING,
+        ImplementationCheck.Status.PENDING,
+    ) and (timezone.now() - check.updated_at > STALLED_AFTER):
         return "stalled"
     return str(check.status)
 
@@ -170,7 +173,7 @@ def run_again(user: Any, session_id: int, check_id: int) -> ImplementationCheck:
     )
     if state(check) == "stalled":
         again = ImplementationCheck.objects.filter(
-            pk=check.pk, status=ImplementationCheck.Status.RUNNING, updated_at=check.updated_at
+            pk=check.pk, status=check.status, updated_at=check.updated_at
         )
     with transaction.atomic():
         if not again.update(

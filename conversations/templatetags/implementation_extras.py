@@ -4,7 +4,7 @@ from the plan alone, so the pages' views need no change to show them.
 
     {% load implementation_extras %}
     {% implementation_checks plan is_owner %}
-    {% implementation_reports shared.checks shared.link.shows_evidence %}
+    {% implementation_reports shared.checks shared.link.shows_evidence shared.link.shows_rules %}
 """
 
 from __future__ import annotations
@@ -74,19 +74,30 @@ def report_context(check: ImplementationCheck) -> dict[str, Any]:
 
 
 def without_code(row: dict[str, Any]) -> dict[str, Any]:
-    """A row for a share link whose owner did not share code excerpts: paths and lines only."""
+    """A row for a share link whose owner did not share code excerpts: paths and lines only.
+    The model's judgement keeps its verdict, not its words (which may quote the code) nor an
+    error (a provider's words)."""
     evidence = [{**e, "hunk": []} for e in row.get("evidence") or []]
-    judgement = {**row["judgement"], "hunk": []} if row.get("judgement") else None
-    return {**row, "evidence": evidence, "sketch": [], "judgement": judgement}
+    judgement = (
+        {**row["judgement"], "hunk": [], "reason": "", "error": ""}
+        if row.get("judgement")
+        else None
+    )
+    return {**row, "evidence": evidence, "sketch": [], "judgement": judgement, "judgement_html": ""}
 
 
 @register.inclusion_tag("conversations/_implementation_shared.html")
-def implementation_reports(checks: list[ImplementationCheck], show_code: bool) -> dict[str, Any]:
-    """The reports a share link shows, newest first."""
+def implementation_reports(
+    checks: list[ImplementationCheck], show_code: bool, show_rules: bool = False
+) -> dict[str, Any]:
+    """The reports a share link shows, newest first: code only when the owner shared the
+    evidence, the codebase's rules only when the owner shared them."""
     reports = []
     for check in checks:
         found = report_context(check)
         if not show_code:
             found["rows"] = [without_code(r) for r in found["rows"]]
+        if not show_rules:
+            found["report"] = {**found["report"], "rules": {}}
         reports.append(found)
-    return {"reports": reports, "show_code": show_code}
+    return {"reports": reports, "show_code": show_code, "show_rules": show_rules}

@@ -363,6 +363,60 @@ def test_a_share_link_shows_the_report_with_code_only_when_shared(client, user, 
     assert "+    if too_many(user):" in html
 
 
+def test_a_share_link_shows_a_checks_rules_and_the_models_words_only_when_shared(
+    client, user, plan, jobs
+):
+    from conversations import sharing
+
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, FIXED))
+    jobs()
+    check = ImplementationCheck.objects.get()
+    rule = "Never change app/auth.py without the security team."
+    report = {
+        **check.report,
+        "rules": {
+            "broken": [{"label": "R1", "text": rule, "paths": ["app/auth.py"]}],
+            "checked": 1,
+            "unchecked": [],
+        },
+    }
+    report["steps"][0]["judgement"] = {"equivalent": True, "reason": "Model words: `ok = 1`",
+                                       "error": "", "hunk": []}  # fmt: skip
+    ImplementationCheck.objects.filter(pk=check.pk).update(report=report)
+    detail = reverse("conversations:implementation_check", args=[plan.session_id, check.pk])
+    owner = client.get(detail).content.decode()
+    assert rule in owner and "Model words" in owner
+    client.logout()
+    hidden = sharing.create_link(user, plan.session_id, "never", sharing.ShareChoices())
+    html = client.get(reverse("conversations:plan_shared", args=[plan_token(hidden)])).content
+    assert rule not in html.decode() and "did not share the codebase" in html.decode()
+    assert "Model words" not in html.decode()
+    shown = sharing.create_link(
+        user, plan.session_id, "never", sharing.ShareChoices(shows_rules=True, shows_evidence=True)
+    )
+    html = client.get(reverse("conversations:plan_shared", args=[plan_token(shown)])).content
+    assert rule in html.decode() and "Model words" in html.decode()
+
+
+def test_a_check_never_started_shows_as_stalled_and_runs_again(client, user, plan, jobs):
+    from datetime import timedelta
+
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, FIXED))
+    check = ImplementationCheck.objects.get()
+    ImplementationCheck.objects.filter(pk=check.pk).update(
+        status="pending", updated_at=timezone.now() - timedelta(minutes=11)
+    )
+    detail = reverse("conversations:implementation_check", args=[plan.session_id, check.pk])
+    assert 'data-state="stalled"' in client.get(detail).content.decode()
+    again = reverse("conversations:implementation_again", args=[plan.session_id, check.pk])
+    assert client.post(again).status_code == 302
+    jobs()
+    check.refresh_from_db()
+    assert check.status == "done"
+
+
 def plan_token(created) -> str:
     return created.token
 
