@@ -112,10 +112,12 @@ def shown_definitions(
 ) -> dict[str, Definition]:
     """The definitions (functions, classes, methods) whose code the agents were shown, by name
     (`Class.method` for a method), each with its file and lines: what a step may name as the
-    code it changes. Those that start inside the lines shown, and the one each shown span
-    begins inside (the innermost): a long function's second chunk, or a search hit in its
-    body, shows that function's code without its first line (xarray-2905: the fix's
-    `as_compatible_data` was shown in part and not offered). In file order by the sources'
+    code it changes. Those that start inside the lines shown, and the function or method each
+    shown span begins inside (the innermost definition, when it is one): a long function's
+    second chunk, or a search hit in its body, shows that function's code without its first
+    line (xarray-2905: the fix's `as_compatible_data` was shown in part and not offered). A
+    span beginning in a class between its methods shows no method's code, and offers nothing
+    more: seaborn-2848's enum grew by two whole classes that way. In file order by the sources'
     order of files, at most `limit`; a name defined in two places keeps the first."""
     found: dict[str, Definition] = {}
     for path in dict.fromkeys(s.path for s in sources):
@@ -125,9 +127,11 @@ def shown_definitions(
         shown = [s for s in sources if s.path == path]
         entries = [e for e in result.entries if e.kind in DEFINITION_KINDS and e.depth <= 1]
         within = {
-            max(enclosing, key=lambda e: (e.depth, e.start_line))
+            innermost
             for s in shown
             if (enclosing := [e for e in entries if e.start_line < s.start <= e.end_line])
+            and (innermost := max(enclosing, key=lambda e: (e.depth, e.start_line))).kind
+            in CALLABLE_KINDS
         }
         for entry in entries:
             if entry not in within and not any(s.holds(path, entry.start_line) for s in shown):
@@ -140,6 +144,7 @@ def shown_definitions(
 
 
 DEFINITION_KINDS = frozenset({"function", "method", "class", "constructor", "interface", "struct"})
+CALLABLE_KINDS = frozenset({"function", "method", "constructor"})
 
 
 NEW_DEFINITION = "new definition in "

@@ -62,11 +62,10 @@ def test_the_definitions_a_step_may_name_are_those_starting_in_the_lines_shown()
 def test_a_span_shown_from_inside_a_definition_offers_that_definition():
     # A long method's second chunk (or a search hit in its body) shows its code without its
     # first line: the method it begins in is offered, not the class around it as well; a span
-    # beginning between methods offers the class.
+    # beginning in the class between methods shows no method, and offers nothing.
     found = shown_definitions([Source("todo/auth.py", 33, 38, "E1")], outline)
     assert found == {"TokenStore.expire": ("todo/auth.py", 31, 40)}
-    found = shown_definitions([Source("todo/auth.py", 25, 26)], outline)
-    assert found == {"TokenStore": ("todo/auth.py", 12, 40)}
+    assert shown_definitions([Source("todo/auth.py", 25, 26)], outline) == {}
 
 
 def test_a_named_definition_becomes_the_steps_citation_file_and_target():
