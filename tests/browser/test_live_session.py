@@ -224,7 +224,9 @@ def test_at_every_node_the_sidebar_status_and_usage_match_the_database(server, b
     page_matches_database(page, server, session, "finalize_plan")
     server.release("finalize")
 
-    expect(page.locator("#status-badge")).to_have_text("Completed")
+    # The sketches follow the plan: under load (a model bench beside the suite) that took more
+    # than expect's 5 s. The test is about what the page says, not how fast.
+    expect(page.locator("#status-badge")).to_have_text("Completed", timeout=WAIT)
     page_matches_database(page, server, session, "completed")
     trace_lists_every_call(page, server, session)
     # The plan panel draws the summary's `code` spans as code, not as backticks.

@@ -171,7 +171,7 @@ def test_export_of_an_unknown_format_names_the_formats(repo, tmp_path):
     result = run("export", str(session.pk), "--format", "pdf")
 
     assert result.exit_code == 1
-    assert "No export 'pdf'; there are: agents, github, handoff, json, kiro, speckit" in (
+    assert "No export 'pdf'; there are: agents, github, handoff, json, kiro, markdown, speckit" in (
         result.output
     )
 
