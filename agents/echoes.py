@@ -264,6 +264,54 @@ def with_details_from(data: dict[str, Any], earlier: dict[str, Any]) -> dict[str
     return {**data, "steps": out}
 
 
+def with_targets_from(
+    data: dict[str, Any], earlier: dict[str, Any]
+) -> tuple[dict[str, Any], list[int]]:
+    """`data`'s steps, each that names no definition (no `target`) given the target of the
+    `earlier` step (the approved proposal's) with the same title or, failing that, one of its
+    files, when that one changes a real definition; with the numbers of the steps given one.
+    The human approved the proposal at the checkpoint: the final plan of two grounding
+    sessions named "none" where the approved proposal had `Variable.__setitem__` and
+    `ClassChecker._check_first_arg_for_type`. Each earlier target is given once; a step that
+    chose a new definition keeps its choice."""
+    steps = data.get("steps")
+    theirs = [
+        s for s in earlier.get("steps") or []
+        if isinstance(s, dict) and as_target(s).get("kind") == "definition"
+    ]  # fmt: skip
+    if not isinstance(steps, list) or not theirs:
+        return data, []
+    out: list[Any] = []
+    given: set[int] = set()
+    numbers: list[int] = []
+    for number, step in enumerate(steps, 1):
+        if isinstance(step, dict) and not step.get("target"):
+            title = str(step.get("title") or "").strip().lower()
+            files = {str(f) for f in step.get("files") or []}
+            match = next(
+                (n for n, s in enumerate(theirs)
+                 if n not in given and title and str(s.get("title") or "").strip().lower() == title),
+                None,
+            )  # fmt: skip
+            if match is None:
+                match = next(
+                    (n for n, s in enumerate(theirs)
+                     if n not in given and as_target(s).get("path") in files),
+                    None,
+                )  # fmt: skip
+            if match is not None:
+                given.add(match)
+                numbers.append(number)
+                step = {**step, "target": dict(as_target(theirs[match]))}
+        out.append(step)
+    return ({**data, "steps": out}, numbers) if numbers else (data, [])
+
+
+def as_target(step: dict[str, Any]) -> dict[str, Any]:
+    target = step.get("target")
+    return target if isinstance(target, dict) else {}
+
+
 # Verbs that only read. Not "find", "read" or "look up": "Read the limit from settings" and
 # "Look up hue levels" change code.
 _LOOKING = re.compile(

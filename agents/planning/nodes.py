@@ -25,6 +25,7 @@ from agents.decision_log import decision_log
 from agents.echoes import (
     is_copied,
     with_details_from,
+    with_targets_from,
     without_copied_sentences,
     without_looking_steps,
     without_repeated_steps,
@@ -636,7 +637,8 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
         without_copies(drafted, request, ctx.test_command(), points)
     )
     copied, idle, idle_files = without_unchanging_steps(copied)
-    # A step whose detail only says where takes what the approved proposal said to do there.
+    # A step whose detail only says where takes what the approved proposal said to do there,
+    # and a step that names no definition the one the approved proposal's step changed.
     data = with_details_from(copied, ctx.state.proposal or {})
     filled = (
         [
@@ -647,6 +649,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
         if data is not copied
         else []
     )
+    data, targeted = with_targets_from(data, ctx.state.proposal or {})
     _note_left_out(
         ctx,
         message,
@@ -657,6 +660,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
         looked=looked,
         idle=(idle, idle_files),
         emptied=_emptied_details(drafted.get("steps"), copied.get("steps")),
+        targeted=targeted,
     )
     data = ground_steps(without_repeated_steps(data), sources_of(ctx.evidence, ctx.hits), ctx.paths)
     data = with_step_files(data, ctx.paths)
@@ -824,6 +828,7 @@ def _note_left_out(
     looked: Sequence[str] = (),
     idle: tuple[Sequence[str], Sequence[str]] = ((), ()),
     emptied: Sequence[str] = (),
+    targeted: Sequence[int] = (),
 ) -> None:
     """Say on the finalize message what the plan left out of the model's draft (fields that
     repeated the instructions or the plan itself; `emptied`: the titles of steps whose detail
@@ -840,7 +845,7 @@ def _note_left_out(
     dropped += [f"the detail of step “{title[:60]}”" for title in emptied]
     taken = [str(n) for n in filled]
     idle_titles, idle_files = idle
-    if not dropped and not taken and not looked and not idle_titles:
+    if not dropped and not taken and not looked and not idle_titles and not targeted:
         return
     notes = []
     if dropped:
@@ -854,6 +859,11 @@ def _note_left_out(
         notes.append(
             f"Step {', '.join(taken)} said only where to change the code, or repeated an "
             f"earlier step; {what} adds what the approved proposal said to do there."
+        )
+    if targeted:
+        notes.append(
+            f"Step {', '.join(str(n) for n in targeted)} named no definition; {what} keeps the "
+            "one the approved proposal's step changed."
         )
     if looked:
         titles = "; ".join(f"“{t[:80]}”" for t in looked)

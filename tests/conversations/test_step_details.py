@@ -258,3 +258,40 @@ def test_a_step_that_repeats_an_earlier_one_takes_the_proposals_detail_and_the_p
     said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
     assert "the detail of step “Add tests”" in said
     assert "Testing: “" in said and "Risks: “" in said
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("jobs_drained")
+def test_a_plan_step_naming_no_definition_keeps_the_approved_proposals_and_says_so(
+    session,  # noqa: F811
+):
+    # xarray-2905 (local-1.5b): the approved proposal's steps changed `Variable.__setitem__`;
+    # the final plan's named "none", and the plan showed no code and no sketch.
+    ctx = investigated(session, iteration=1)
+    name, where = next(iter(ctx.definitions().items()))
+    path = where[0]
+    ctx.state.proposal = {
+        "summary": "Drop tokens older than a day on lookup.",
+        "steps": [{"title": "Expire old tokens", "detail": SAID, "files": [path],
+                   "target": {"kind": "definition", "name": name, "path": path,
+                              "start": where[1], "end": where[2]}}],
+        "files": [{"path": path, "action": "modify", "reason": "the code that changes"}],
+    }  # fmt: skip
+    draft = {
+        "summary": "Drop tokens older than a day on lookup.",
+        "effort": {"size": "S", "estimate": "1 day"},
+        "decisions": [],
+        "steps": [{"title": "Expire old tokens", "symbol": "none",
+                   "detail": f"{SAID} In `{path}`.", "files": [path]}],
+        "files": [{"path": path, "action": "modify", "reason": "the code that changes"}],
+        "new_files": [],
+        "testing": ["A day-old token is refused."],
+        "risks": ["Clock skew."],
+    }  # fmt: skip
+    FakeProvider.script("fake", draft, {"first": "", "lines": 1, "after": []})
+    nodes.finalize_plan(ctx)
+    step = Plan.objects.get(session=session).structured["steps"][0]
+    assert step["target"]["name"] == name and step["code"]["path"] == path
+    said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
+    assert "Step 1 named no definition; the plan keeps the one the approved proposal's" in said
+    assert "said only where" not in said
