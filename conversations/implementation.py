@@ -516,9 +516,9 @@ def verify(
     steps = [s for s in structured.get("steps") or [] if isinstance(s, dict)]
     rows = []
     for number, step in enumerate(steps, 1):
-        rows.append(verify_step(step, number, changes, judge))
-        if on_step is not None:
+        if on_step is not None:  # before the step: a model call may take a minute
             on_step(number, len(steps))
+        rows.append(verify_step(step, number, changes, judge))
     changed = sorted(set(changes) | set(changed_elsewhere))
     planned = planned_paths(structured)
     unplanned = [p for p in changed if p not in planned]

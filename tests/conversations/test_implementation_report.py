@@ -178,3 +178,22 @@ def test_a_steps_title_renders_its_code_and_no_markup_of_its_own():
         "1. &lt;script&gt;"
     )
     assert "href" not in render_inline("[a](https://evil.example/?d=1)")
+
+
+def test_progress_names_the_step_being_checked_before_it_runs(monkeypatch):
+    # A step the model judges may take a minute on the local model: the page said "reading
+    # the changes" through the whole first call (the requests check, local-1.5b).
+    from conversations import implementation
+
+    seen: list[tuple[int, int]] = []
+    at_step: list[list[tuple[int, int]]] = []
+    checked = implementation.verify_step
+
+    def verify_step(*args, **kwargs):
+        at_step.append(list(seen))
+        return checked(*args, **kwargs)
+
+    monkeypatch.setattr(implementation, "verify_step", verify_step)
+    structured = {"steps": [{"title": "One"}, {"title": "Two"}]}
+    implementation.verify(structured, {}, on_step=lambda n, t: seen.append((n, t)))
+    assert at_step == [[(1, 2)], [(1, 2), (2, 2)]]
