@@ -301,7 +301,21 @@ def diff_changes(text: str, plan: Plan) -> tuple[dict[str, FileChange], list[str
         if moved_on
         else []
     )
-    after = apply(text, rows)
+    try:
+        after = apply(text, rows)
+    except DiffRefused as refused:
+        if not moved_on:
+            raise
+        # Not the plan's version: the codebase moved on, and the diff was tried on it.
+        said = str(refused).removeprefix(
+            "The diff does not apply to the plan's version of the code: "
+        )
+        raise DiffRefused(
+            "The diff does not apply to the codebase as it is now: "
+            + ", ".join(f"`{p}`" for p in moved_on[:5])
+            + " changed since the plan was written, and the plan's text of them is gone. "
+            f"git said: {said}"
+        ) from None
     changes: dict[str, FileChange] = {}
     for path, new in after.items():
         old = rows.get(path)

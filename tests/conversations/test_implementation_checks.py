@@ -480,3 +480,21 @@ def test_a_diff_that_only_deletes_a_file_applies():
 
     deleted = "--- a/app/views.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a = 1\n"
     assert apply(deleted, {"app/views.py": "a = 1\n"}) == {"app/views.py": None}
+
+
+def test_a_diff_that_fails_on_a_newer_version_says_so_not_the_plans_version(
+    client, user, codebase, plan, jobs
+):
+    # requests: after 2.21.0 was uploaded, the 2.20.0 -> 2.21.0 diff "did not apply to the
+    # plan's version of the code": it had been tried on the newer code.
+    client.force_login(user)
+    new_version(codebase, FIXED, 2)
+    post_diff(client, plan, diff(AUTH, FIXED))
+    jobs()
+    check = ImplementationCheck.objects.get()
+    assert check.status == "failed"
+    assert check.error.startswith(
+        "The diff does not apply to the codebase as it is now: `app/auth.py` changed since the "
+        "plan was written"
+    )
+    assert "plan's version of the code" not in check.error
