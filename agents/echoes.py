@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agents.plan_quality import as_dict
 from rag.vietnamese import fold
 
 SHINGLE_WORDS = 3
@@ -277,7 +278,7 @@ def with_targets_from(
     steps = data.get("steps")
     theirs = [
         s for s in earlier.get("steps") or []
-        if isinstance(s, dict) and as_target(s).get("kind") == "definition"
+        if isinstance(s, dict) and as_dict(s.get("target")).get("kind") == "definition"
     ]  # fmt: skip
     if not isinstance(steps, list) or not theirs:
         return data, []
@@ -296,20 +297,15 @@ def with_targets_from(
             if match is None:
                 match = next(
                     (n for n, s in enumerate(theirs)
-                     if n not in given and as_target(s).get("path") in files),
+                     if n not in given and as_dict(s.get("target")).get("path") in files),
                     None,
                 )  # fmt: skip
             if match is not None:
                 given.add(match)
                 numbers.append(number)
-                step = {**step, "target": dict(as_target(theirs[match]))}
+                step = {**step, "target": dict(as_dict(theirs[match].get("target")))}
         out.append(step)
     return ({**data, "steps": out}, numbers) if numbers else (data, [])
-
-
-def as_target(step: dict[str, Any]) -> dict[str, Any]:
-    target = step.get("target")
-    return target if isinstance(target, dict) else {}
 
 
 # Verbs that only read. Not "find", "read" or "look up": "Read the limit from settings" and
