@@ -141,6 +141,13 @@ def _alive() -> Q:
     return Q(seen_at__gte=timezone.now() - timedelta(seconds=settings.PLANAGENTS_LLM_QUEUE_STALE))
 
 
+def people_waiting() -> bool:
+    """Whether a person waits on the local model: a live turn's or a section regeneration's
+    call is in line or generating, in any process. A codebase's index gives way to it
+    (planagents.nice.yield_to_people)."""
+    return ModelTicket.objects.filter(_alive(), priority__lt=BACKGROUND).exists()
+
+
 def _before(ticket: ModelTicket) -> Q:
     return Q(priority__lt=ticket.priority) | Q(priority=ticket.priority, pk__lt=ticket.pk)
 

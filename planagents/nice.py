@@ -9,12 +9,39 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
+
+_people_busy: Callable[[], bool] | None = None
+
+
+def people_busy_when(check: Callable[[], bool] | None) -> None:
+    """Say how to tell that people's work holds the CPU (agents registers whether a local-model
+    call of a live turn or a regeneration is in line or generating); None: never."""
+    global _people_busy
+    _people_busy = check
+
+
+def yield_to_people(longest: float, poll: float = 0.5) -> float:
+    """Wait while people's work holds the CPU, at most `longest` seconds; the seconds waited.
+    On two cores a nice value is not enough: llama.cpp's threads wait on each other, and
+    any other thread on a core slows both (docs/decisions.md, "Indexing waits its turn")."""
+    check = _people_busy
+    started = time.monotonic()
+    while check is not None and time.monotonic() - started < longest:
+        try:
+            if not check():
+                break
+        except Exception:  # a check that fails (the database away) holds nothing up
+            log.warning("could not tell whether people's work is running", exc_info=True)
+            break
+        time.sleep(poll)
+    return time.monotonic() - started
 
 
 def in_niced_thread(work: Callable[[], R], nice: int, name: str = "niced") -> R:

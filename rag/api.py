@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from planagents.nice import in_niced_thread
 from rag import embeddings, index
 from rag.chunking import embedding_text
 from rag.lexical import tokenize
@@ -120,13 +121,18 @@ def index_files(
     started = time.perf_counter()
     folder = Path(folder)
     known = {} if known is None else known
-    records = prepare(files)
-    for record, role in zip(
-        records, classify([(r.path, r.content) for r in records], role_overrides), strict=True
-    ):
-        record.role = role
-    searchable = searchable_records(records)
-    plan = dense_plan(searchable) if embed else []
+
+    def parse() -> tuple[list[FileRecord], list[FileRecord], list[tuple[int, str]]]:
+        records = prepare(files)
+        for record, role in zip(
+            records, classify([(r.path, r.content) for r in records], role_overrides), strict=True
+        ):
+            record.role = role
+        searchable = searchable_records(records)
+        return records, searchable, dense_plan(searchable) if embed else []
+
+    # Parsing and chunking (a minute of one core on astropy) run below people's turns too.
+    records, searchable, plan = in_niced_thread(parse, embeddings.index_nice(), "index-parse")
     # Reused vectors go first, so the rows written at any moment are a prefix of the plan.
     plan.sort(key=lambda item: text_key(item[1]) not in known)
     ordinals = [o for o, _ in plan]
