@@ -223,10 +223,13 @@ class ShareLinkAdmin(admin.ModelAdmin):
     """Staff see who shares what and can revoke a link; they never create or edit one (the
     token exists only in the link its owner was shown)."""
 
-    list_display = ("session", "owner", "created_at", "expires_at", "revoked_at")
-    list_filter = ("revoked_at", "expires_at")
+    list_display = ("session", "owner", "may_comment", "created_at", "expires_at", "revoked_at")
+    list_filter = ("may_comment", "revoked_at", "expires_at")
     search_fields = ("session__title", "session__owner__username")
-    fields = ("session", "created_by", "created_at", "expires_at", "revoked_at")
+    fields = (
+        "session", "created_by", "created_at", "pinned_plan", "shows_rules", "shows_evidence",
+        "may_comment", "expires_at", "revoked_at",
+    )  # fmt: skip
     readonly_fields = fields
     actions = ["revoke_links"]
 
@@ -259,10 +262,17 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(PlanComment)
 class PlanCommentAdmin(ReadOnlyAdmin):
-    list_display = ("pk", "session", "plan", "author", "anchor_kind", "status", "created_at")
-    list_filter = ("status", "anchor_kind")
-    search_fields = ("text", "session__title", "author__username")
+    list_display = ("pk", "session", "plan", "written_by", "anchor_kind", "status", "created_at")
+    list_filter = ("status", "anchor_kind", ("share_link", admin.EmptyFieldListFilter))
+    search_fields = ("text", "session__title", "author__username", "guest_name")
     list_select_related = ("session", "plan__session", "author")
+
+    @admin.display(description="written by")
+    def written_by(self, obj: PlanComment) -> str:
+        """The account, or the name given through a share link, marked as such."""
+        if obj.via_link:
+            return f"{obj.guest_name} (via share link)"
+        return obj.author.get_username() if obj.author else "(deleted user)"
 
 
 @admin.register(CommentRequest)

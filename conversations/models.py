@@ -266,6 +266,9 @@ class ShareLink(models.Model):
     """Whether the plan's Rules and Pinned context sections appear on the shared page."""
     shows_evidence = models.BooleanField(default=False)
     """Whether the investigation's evidence (its code excerpts, [E1]…) appears on the page."""
+    may_comment = models.BooleanField(default=False)
+    """Whether people holding the link may comment on the version it shows, under a name they
+    give (conversations.link_comments); their comments are marked as coming through it."""
     token_hash = models.CharField(max_length=64, unique=True)
     """Hex sha256 of the token in the link; the token itself is never stored."""
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -322,7 +325,14 @@ class PlanComment(models.Model):
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    """Who wrote it."""
+    """Who wrote it; empty for a comment through a share link (and once the user is deleted)."""
+    share_link = models.ForeignKey(
+        ShareLink, null=True, blank=True, on_delete=models.SET_NULL, related_name="comments"
+    )
+    """The "may comment" share link it came through; empty for an account's comment (and once
+    the link is deleted: `guest_name` still says it came through one)."""
+    guest_name = models.CharField(max_length=60, blank=True)
+    """The name a reader without an account gave with it; empty for an account's comment."""
     anchor_kind = models.CharField(max_length=10, choices=Anchor.choices)
     """What it is about: a step, a section or a cited line (a reply: its thread's)."""
     anchor = models.JSONField(default=dict)
@@ -343,9 +353,21 @@ class PlanComment(models.Model):
 
     class Meta:
         ordering = ["created_at", "pk"]
+        constraints = [
+            # A comment through a link belongs to no account, whoever was logged in.
+            models.CheckConstraint(
+                condition=models.Q(guest_name="") | models.Q(author__isnull=True),
+                name="plan_comment_guest_has_no_author",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Comment {self.pk} on {self.plan}"
+
+    @property
+    def via_link(self) -> bool:
+        """Whether it came through a share link, from someone who gave a name."""
+        return bool(self.guest_name)
 
 
 class CommentRequest(models.Model):

@@ -12,7 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.utils import timezone
 
-from agents.plan_sections import SectionError, section_info, section_text
+from agents.plan_sections import SectionError, section_info, section_text, sections_of
 from conversations import comments, services
 from conversations.models import (
     CommentRequest,
@@ -58,10 +58,12 @@ def _session(user: Any, session_id: int) -> PlanningSession:
     return session
 
 
-def _clean(text: Any) -> str:
+def clean_text(text: Any) -> str:
     text = text.strip() if isinstance(text, str) else ""
     if not text:
         raise CommentError("Write the comment first.")
+    if "\x00" in text:
+        raise CommentError("A comment is text: it cannot hold a NUL character.")
     if len(text) > MAX_COMMENT_CHARS:
         raise CommentError(f"Keep a comment under {MAX_COMMENT_CHARS} characters.")
     return text
@@ -82,22 +84,36 @@ def add_comment(user: Any, session_id: int, version: int, where: str, text: Any)
         # What a comment says is read against the plan as it is now; an old version's page
         # shows its threads placed there, read-only.
         raise CommentError(f"v{version} is not the latest version (v{latest} is); comment there.")
-    text = _clean(text)
+    text = clean_text(text)
+    kind, anchor = anchor_in(plan, where)
+    return PlanComment.objects.create(
+        session=session, plan=plan, author=user, anchor_kind=kind, anchor=anchor, text=text
+    )
+
+
+def anchor_in(plan: Plan, where: Any) -> tuple[str, dict[str, Any]]:
+    """The anchor of a new thread on `where` of version `plan`: a section key (step-2,
+    summary…) or "line:<path>:<line>" for a line the version cites."""
+    where = where if isinstance(where, str) else ""
     data = plan.structured if isinstance(plan.structured, dict) else {}
     if where.startswith("line:"):
         value = where.removeprefix("line:")
         anchor = comments.line_anchor(value)
         if anchor is None or value not in comments.cited_lines(data):
             raise CommentError("That line is not cited in this version.")
-        kind = comments.LINE
-    else:
-        try:
-            kind, anchor = comments.anchor_for(data, where)
-        except SectionError:
-            raise CommentError("This plan has no such section.") from None
-    return PlanComment.objects.create(
-        session=session, plan=plan, author=user, anchor_kind=kind, anchor=anchor, text=text
-    )
+        return comments.LINE, anchor
+    try:
+        return comments.anchor_for(data, where)
+    except SectionError:
+        raise CommentError("This plan has no such section.") from None
+
+
+def targets(plan: Plan) -> list[tuple[str, str]]:
+    """What a new thread on version `plan` may be about, as (form value, label)."""
+    data = plan.structured if isinstance(plan.structured, dict) else {}
+    return [(info.key, info.label) for info in sections_of(data)] + [
+        (f"line:{line}", line) for line in comments.cited_lines(data)
+    ]
 
 
 def _thread(session: PlanningSession, comment_id: int) -> PlanComment:
@@ -115,7 +131,7 @@ def reply(user: Any, session_id: int, comment_id: int, text: Any) -> PlanComment
     """An answer in thread `comment_id`, on the same anchor and the newest version."""
     session = _session(user, session_id)
     thread = _thread(session, comment_id)
-    text = _clean(text)
+    text = clean_text(text)
     latest = session.plans.order_by("-version").first() or thread.plan
     return PlanComment.objects.create(
         session=session,
@@ -271,9 +287,17 @@ def prompt_block(found: list[Thread]) -> str:
         where = t.where
         if t.placement.key and t.placement.key.startswith("step-"):
             where = f"Step {t.placement.key.removeprefix('step-')}, {where}"
-        lines.append(f"- Comment #{c.pk} on {where}: {_cut(c.text)}")
-        lines += [f"  - Answer: {_cut(r.text)}" for r in t.replies]
+        lines.append(f"- Comment #{c.pk} on {where}{_through(c)}: {_cut(c.text)}")
+        lines += [f"  - Answer{_through(r)}: {_cut(r.text)}" for r in t.replies]
     return "\n".join(lines)
+
+
+def _through(comment: PlanComment) -> str:
+    """Who wrote a comment, when it came through a share link: a name anyone could type, so
+    the prompt says it is one."""
+    if not comment.via_link:
+        return ""
+    return f" (from “{_cut(comment.guest_name)}”, a reader without an account, via a share link)"
 
 
 def _cut(text: str) -> str:

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from agents.plan_sections import section_text, sections_of
-from conversations import comments, plan_comments
+from conversations import plan_comments
 from conversations.models import ApprovalRule, Plan, PlanningSession, Reviewer, SignOff
 from conversations.permissions import OWNER, can_sign_off, plan_role
 from conversations.plan_approval import approval_context
@@ -147,8 +147,7 @@ def comments_context(
         "open_comment_count": sum(1 for t in found if t.is_open and not t.placement.outdated),
         "outdated_count": len(outdated),
         "can_comment": commenting,
-        "comment_targets": [(info.key, info.label) for info in infos]
-        + [(f"line:{line}", line) for line in comments.cited_lines(data)],
+        "comment_targets": plan_comments.targets(plan),
         "comments_revisable": editable and commenting and can_revise(viewer, session),
         "addressed_here": addressed,
     }

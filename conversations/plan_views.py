@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from conversations import (
     export_formats,
+    link_comments,
     plan_approval,
     plan_comments,
     plan_sections,
@@ -29,6 +30,7 @@ from conversations.plan_diff import diff_plans
 from conversations.plan_page import editor_context, page_context
 from conversations.rendering import render_markdown
 from conversations.views import _plan_or_404, _session_or_404
+from planagents.client_ip import client_ip
 
 
 def _readable_or_404(
@@ -181,12 +183,49 @@ def share_revoke(request: HttpRequest, session_id: int, link_id: int) -> HttpRes
 @never_cache
 @require_http_methods(["GET", "HEAD"])
 def plan_shared(request: HttpRequest, token: str) -> HttpResponse:
-    """The public, read-only plan behind a share link: no login, no way into the rest of the
-    app. Citations are not linked (the code pages need an account)."""
+    """The public plan behind a share link: no login, no way into the rest of the app.
+    Citations are not linked (the code pages need an account). A "may comment" link also
+    shows its comment form and the threads started through it."""
     try:
         shared = sharing.shared_plan(sharing.resolve(token), request.GET.get("version", ""))
     except sharing.ShareLinkNotFound:
         raise Http404("No such link") from None
+    return _shared_page(request, shared, token)
+
+
+@never_cache
+@require_POST
+def plan_shared_comment(request: HttpRequest, token: str) -> HttpResponse:
+    """A comment from a reader of a "may comment" link (conversations.link_comments): a new
+    thread on the version the link shows, under the name they gave. 404 for a link that opens
+    nothing (or a version it does not show), 403 for a read-only link, 429 past a rate."""
+    try:
+        link = sharing.resolve(token)
+        comment = link_comments.add_comment(
+            link, request.POST.get("version", ""), request.POST.get("where", ""),
+            request.POST.get("name", ""), request.POST.get("text", ""),
+            client_ip(request) or "unknown",
+        )  # fmt: skip
+    except sharing.ShareLinkNotFound:
+        raise Http404("No such link") from None
+    except link_comments.CommentsClosed as exc:
+        return HttpResponseForbidden(str(exc), content_type="text/plain; charset=utf-8")
+    except link_comments.LinkCommentError as exc:
+        status = 429 if isinstance(exc, link_comments.TooManyLinkComments) else 400
+        shared = sharing.shared_plan(link, request.POST.get("version", ""))
+        # The page again, with what they typed, so a refusal loses nothing.
+        return _shared_page(request, shared, token, status=status, comment_error=str(exc))
+    url = reverse("conversations:plan_shared", kwargs={"token": token})
+    return redirect(f"{url}?version={comment.plan.version}#comment-{comment.pk}")
+
+
+def _shared_page(
+    request: HttpRequest,
+    shared: sharing.SharedPlan,
+    token: str,
+    status: int = 200,
+    comment_error: str = "",
+) -> HttpResponse:
     response = render(
         request,
         "conversations/shared_plan.html",
@@ -198,7 +237,14 @@ def plan_shared(request: HttpRequest, token: str) -> HttpResponse:
             "evidence": [
                 {"message": m, "html": render_markdown(m.content)} for m in shared.evidence
             ],
+            "token": token,
+            "link_threads": link_comments.threads(shared) if shared.link.may_comment else [],
+            "comment_targets": plan_comments.targets(shared.plan) if shared.commentable else [],
+            "comment_error": comment_error,
+            "typed": request.POST if comment_error else {},
+            "max_name": link_comments.MAX_NAME_CHARS,
         },
+        status=status,
     )
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["Referrer-Policy"] = "no-referrer"

@@ -8,9 +8,9 @@ a link used to show every version, including ones written after it was sent, so 
 for internal eyes reached whoever held an old link. `shared_plan` is the one place that decides
 what a token opens; the page and anything else reachable with a token go through it.
 
-"May comment" for people without an account (issue 24, item 4) is not built: it needs the
-comment permissions of conversations.comments. It would be one more field on ShareChoices and
-ShareLink and one more on SharedPlan (whether the page offers a comment form)."""
+A link made with "may comment" also takes comments on the version it shows from whoever holds
+it, under a name they give (`SharedPlan.commentable`; the use case is
+conversations.link_comments)."""
 
 from __future__ import annotations
 
@@ -66,6 +66,8 @@ class ShareChoices:
     """A key of PIN_CHOICES: the latest version now, or always the latest."""
     shows_rules: bool = False
     shows_evidence: bool = False
+    may_comment: bool = False
+    """Whoever holds the link may comment on the version it shows, under a name they give."""
 
     @classmethod
     def from_form(cls, data: Mapping[str, str]) -> ShareChoices:
@@ -74,6 +76,7 @@ class ShareChoices:
             pin=data.get("pin", "version"),
             shows_rules=bool(data.get("shows_rules")),
             shows_evidence=bool(data.get("shows_evidence")),
+            may_comment=bool(data.get("may_comment")),
         )
 
 
@@ -96,6 +99,10 @@ class SharedPlan:
     checks: list[Any] = field(default_factory=list)
     """The finished implementation checks of the version shown (their code hunks only when
     the owner shared the evidence)."""
+    commentable: bool = False
+    """Whether the link takes comments on the version shown: a "may comment" link, on its
+    pinned version, or on the latest one when it always shows the latest (an older version
+    there is read as the plan's owner reads it: its threads moved on to the latest)."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +144,7 @@ def create_link(
         pinned_plan=latest if choices.pin == "version" else None,
         shows_rules=choices.shows_rules,
         shows_evidence=choices.shows_evidence,
+        may_comment=choices.may_comment,
     )
     return CreatedLink(link=link, token=token)
 
@@ -221,6 +229,7 @@ def shared_plan(link: ShareLink, version: str = "") -> SharedPlan:
         evidence=found,
         withheld=withheld,
         checks=list(plan.implementation_checks.filter(status="done").order_by("-number")),
+        commentable=link.may_comment and (pinned is not None or plan == versions[-1]),
     )
 
 

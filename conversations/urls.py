@@ -70,6 +70,7 @@ urlpatterns = [
     path("<int:session_id>/plan/rule/", plan_views.approval_rule, name="plan_approval_rule"),
     path("<int:session_id>/plan/sign-off/", plan_views.sign_off, name="plan_sign_off"),
     path("s/<str:token>/", plan_views.plan_shared, name="plan_shared"),
+    path("s/<str:token>/comments/", plan_views.plan_shared_comment, name="plan_shared_comment"),
     path(
         "<int:session_id>/plan/implementation/",
         implementation_views.check_new,

@@ -223,13 +223,15 @@ def test_the_owner_is_told_what_a_new_link_shows(owner_client, session):
 def test_the_owners_list_shows_each_links_pin_and_choices(owner_client, session):
     _create(owner_client, session)
     _create(owner_client, session, pin="latest", shows_rules="1", shows_evidence="1")
+    _create(owner_client, session, may_comment="1")
     page = owner_client.get(reverse("conversations:plan", args=[session.pk])).content.decode()
     rows = [_text(r) for r in re.findall(r"<tr>(.*?)</tr>", page.split("share-links")[1], re.S)]
     cells = [r.split(" Revoke")[0] for r in rows[1:]]  # the header row first
-    # Newest first: created time, shows, rules, evidence, expires.
+    # Newest first: created time, shows, rules, evidence, comments, expires.
     assert [c.split(" ", 2)[2] for c in cells] == [
-        "always the latest shown shown never",
-        "v2 only left out left out never",
+        "v2 only left out left out open never",
+        "always the latest shown shown read-only never",
+        "v2 only left out left out read-only never",
     ]
 
 

@@ -29,12 +29,14 @@ from django.contrib import admin
 from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
 from django.contrib.sessions.models import Session
+from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from agents.models import LLMCall, PlanReviewEvent, SessionEstimate
 from api.models import ApiToken
+from conversations import sharing
 from conversations.models import (
     CommentRequest,
     ImplementationCheck,
@@ -288,6 +290,9 @@ MATRIX: dict[str, Row] = {
     ),
     # The share link's token is its authorization: one nobody was given opens nothing.
     "sessions/s/<str:token>/": Row(PUBLIC, lambda w: {"token": "A" * 43}, seen=404),
+    # A reader's comment through a "may comment" link: POST only; what each link and each
+    # visitor gets is test_a_link_visitor_writes_one_comment_through_its_link_and_nothing_else.
+    "sessions/s/<str:token>/comments/": Row(PUBLIC, lambda w: {"token": "A" * 43}, seen=405),
     "account/tokens/": Row(OWN),
     "account/tokens/<int:token_id>/revoke/": Row(
         OBJECT, lambda w: {"token_id": _api_token(w).pk}, seen=405
@@ -740,3 +745,56 @@ def test_uploading_the_owners_exact_bytes_does_not_name_the_owners_codebase(worl
     assert not leaks(response)
     mine = Codebase.objects.get(owner=world.other)
     assert mine.name == "mine" and mine.upload_sha256 == world.codebase.upload_sha256
+
+
+def test_a_link_visitor_writes_one_comment_through_its_link_and_nothing_else(world):
+    """The link dimension: whoever holds a share link (nobody logged in, another user, each
+    reviewer) writes one comment, with no author, through a "may comment" link, and nothing
+    through a read-only, revoked or made-up one; and holding a link opens no other URL."""
+    cache.clear()  # the comment rates are counted there
+    may_comment = sharing.ShareChoices(may_comment=True)
+    commenting = sharing.create_link(world.owner, world.session.pk, "never", may_comment).token
+    read_only = sharing.create_link(world.owner, world.session.pk, "never").token
+    revoked = sharing.create_link(world.owner, world.session.pk, "never", may_comment)
+    sharing.revoke_link(world.owner, world.session.pk, revoked.link.pk)
+    refused_tokens = {read_only: 403, revoked.token: 404, "A" * 43: 404}
+    problems: list[str] = []
+    visitors = {"nobody": None, "other": world.other, **world.reviewers}
+    for n, (who, user) in enumerate(visitors.items()):
+        client = client_for(user)
+        address = f"10.9.0.{n}"  # each a client of its own, within the per-address rate
+        for token, status in refused_tokens.items():
+            url = f"/sessions/s/{token}/comments/"
+            for method in METHODS:
+                before = snapshot()
+                body = {"version": 1, "where": "summary", "name": "Eve", "text": "pwned"}
+                sent = {"data": body} if method == "post" else {}
+                response = getattr(client, method)(url, REMOTE_ADDR=address, **sent)
+                expected = status if method == "post" else 405
+                if response.status_code != expected:
+                    problems.append(f"{method} {url} as {who}: {response.status_code}")
+                problems += [
+                    f"{method} {url} as {who}: {c}" for c in writes(before, snapshot(), user)
+                ]
+        url = f"/sessions/s/{commenting}/"
+        page = client.get(url, REMOTE_ADDR=address)
+        if page.status_code != 200 or 'name="name"' not in page.content.decode():
+            problems.append(f"GET {url} as {who}: {page.status_code}, no comment form")
+        before = snapshot()
+        response = client.post(
+            url + "comments/", {"version": 1, "where": "summary", "name": who, "text": "Hi"},
+            REMOTE_ADDR=address,
+        )  # fmt: skip
+        if response.status_code != 302:
+            problems.append(f"POST {url}comments/ as {who}: {response.status_code}")
+        made = [c for c in writes(before, snapshot(), user) if c.startswith("new ")]
+        if len(made) != 1 or not made[0].startswith("new conversations.PlanComment "):
+            problems.append(f"POST {url}comments/ as {who} wrote {made}")
+        elif "'author_id': None" not in made[0] or f"'guest_name': '{who}'" not in made[0]:
+            problems.append(f"POST {url}comments/ as {who}: not a guest's comment: {made[0]}")
+    assert not problems, "\n".join(problems)
+    # Having used the link, a visitor with no account reaches nothing else of the owner's.
+    visitor = client_for(None)
+    visitor.get(f"/sessions/s/{commenting}/")
+    tried, problems = attempt(visitor, None, world)
+    assert tried and not problems, "\n".join(problems)
