@@ -222,6 +222,33 @@ def threads(session: PlanningSession, plan: Plan) -> list[Thread]:
     return list(found.values())
 
 
+@dataclass
+class Addressed:
+    """One comment a version was asked to address, as the compare page lists it."""
+
+    thread: Thread
+    what: str
+    """What the request regenerated ("Step 1", "the whole plan")."""
+
+    @property
+    def state(self) -> str:
+        """Where the comment stands in the newer version compared: open, resolved or outdated."""
+        return "outdated" if self.thread.placement.outdated else str(self.thread.comment.status)
+
+
+def addressed_between(
+    session: PlanningSession, old: Plan, new: Plan
+) -> list[tuple[Plan, list[Addressed]]]:
+    """For each version after `old` up to `new` that a comment request wrote, the comments it
+    was asked to address, with their state as placed in `new`; oldest version first."""
+    found: dict[int, tuple[Plan, list[Addressed]]] = {}
+    for thread in threads(session, new):
+        for _request, result, what in thread.asked:
+            if result is not None and old.version < result.version <= new.version:
+                found.setdefault(result.version, (result, []))[1].append(Addressed(thread, what))
+    return [found[v] for v in sorted(found)]
+
+
 def written_by(
     request: CommentRequest, plans: dict[int, Plan], finished: set[str] | None = None
 ) -> Plan | None:

@@ -147,6 +147,8 @@ def comments_context(
         "open_comment_count": sum(1 for t in found if t.is_open and not t.placement.outdated),
         "outdated_count": len(outdated),
         "can_comment": commenting,
+        # A new thread goes on the latest version only (its sections get a Comment form).
+        "commentable": editable and commenting,
         "comment_targets": plan_comments.targets(plan),
         "comments_revisable": editable and commenting and can_revise(viewer, session),
         "addressed_here": addressed,

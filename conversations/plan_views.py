@@ -134,6 +134,7 @@ def plan_compare(request: HttpRequest, session_id: int) -> HttpResponse:
                 (statuses.count(k), k) for k in ("changed", "added", "removed", "unchanged")
             ],
             "versions": plans.order_by("version").select_related("reviewer"),
+            "addressed": plan_comments.addressed_between(session, old, new),
         },
     )
 
