@@ -14,7 +14,8 @@ step), so a comment on "Step 4" would silently land on a different step. The anc
 several on it, as after a split, the one whose text is most alike); when no step has that
 target, or the old step had none, the step whose title and detail are most alike, if the two
 share most of their words (more than half of each one's distinct words, SHARED_WORDS). A
-section is always there under its key. A cited line is there when the version still cites a
+section is always there under its key. A step that changes another definition is never the
+same step by its words (the comment was about the definition it changed). A cited line is there when the version still cites a
 range of that file holding the line. Anything else is *outdated*: placed nowhere, shown as
 such, never dropped."""
 
@@ -176,7 +177,11 @@ def _place_step(anchor: dict[str, Any], data: dict[str, Any]) -> Placement:
             # A split leaves several steps on one definition: the one most like the old step.
             n = max(same, key=lambda n: (_closeness(old, _step_text(steps[n - 1])), -n))
             return Placement(f"step-{n}", "same definition", changed=_changed(anchor, steps[n - 1]))
-    alike = [n for n, s in enumerate(steps, 1) if similar(old, _step_text(s))]
+    alike = [
+        n
+        for n, s in enumerate(steps, 1)
+        if similar(old, _step_text(s)) and not _other_definition(target, s)
+    ]
     if not alike:
         return Placement(None, "no step with the same definition or most of the same words")
     n = max(alike, key=lambda n: (_closeness(old, _step_text(steps[n - 1])), -n))
@@ -187,6 +192,21 @@ def _place_step(anchor: dict[str, Any], data: dict[str, Any]) -> Placement:
         f"step-{n}",
         f"similar text ({common} of {left} words)",
         changed=_changed(anchor, steps[n - 1]),
+    )
+
+
+def _other_definition(target: dict[str, str] | None, step: dict[str, Any]) -> bool:
+    """Whether `step` changes another definition than the one the comment's step changed: such
+    a step is another step however alike their words (a plan's steps are often worded alike,
+    "Change `a` at `x.py:10`" and "Change `b` at `x.py:40`"). A step on no definition, or on
+    a new file, may still be it: a version can lose a step's target."""
+    theirs = _target(step)
+    return bool(
+        target
+        and target.get("kind") == "definition"
+        and theirs
+        and theirs.get("kind") == "definition"
+        and theirs != target
     )
 
 

@@ -81,6 +81,21 @@ def test_a_step_whose_definition_is_gone_and_words_mostly_differ_is_outdated():
     assert placed.key is None
 
 
+def test_a_step_whose_definition_is_gone_does_not_move_to_a_step_on_another_by_its_words():
+    kind, anchor = on("step-1")  # on `login`
+    steps = plan()["steps"]
+    # The same words, on another definition: another step (what a step removed or retargeted
+    # left behind in the comment bench), so the comment is outdated.
+    other = {**steps[0], "target": {"kind": "definition", "name": "logout",
+                                    "path": "todo/api.py", "start": 40, "end": 44}}  # fmt: skip
+    placed = comments.place(kind, anchor, plan(steps=[other, steps[1], steps[2]]))
+    assert placed.outdated
+    # A step that lost its target is still found by its words.
+    untargeted = {k: v for k, v in steps[0].items() if k != "target"}
+    placed = comments.place(kind, anchor, plan(steps=[untargeted, steps[1], steps[2]]))
+    assert (placed.key, placed.how) == ("step-1", "same title and detail")
+
+
 def test_sharing_half_the_words_is_not_enough():
     assert comments.similar("count failed logins per user", "count failed logins per user name")
     # 3 of 6 words each side: not most of them.
