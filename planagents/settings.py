@@ -108,6 +108,19 @@ if REDIS_URL:
     )
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# Django's cache holds what every process must agree on: the progress a job reports to pages
+# served by another process (conversations.progress) and the share-link comment rates
+# (conversations.link_comments). One process: its own memory; several: Redis.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "planagents",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # Celery (only used when REDIS_URL is set; see docs/decisions.md for why each value).
 CELERY_BROKER_URL = REDIS_URL

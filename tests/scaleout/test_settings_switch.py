@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from planagents.env import env_database, env_redis_url
 
 ROOT = Path(__file__).resolve().parents[2]
+REDIS_URL = os.environ.get("PLANAGENTS_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
 
 def test_it_reads_a_postgres_url(monkeypatch):
@@ -42,7 +43,7 @@ def settings_in_child(**env: str) -> str:
     code = (
         "from django.conf import settings as s; "
         "print(s.DATABASES['default']['ENGINE'], s.CHANNEL_LAYERS['default']['BACKEND'], "
-        "repr(s.CELERY_BROKER_URL))"
+        "repr(s.CELERY_BROKER_URL), s.CACHES['default']['BACKEND'].rsplit('.', 1)[-1])"
     )
     clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     clean["DJANGO_SETTINGS_MODULE"] = "planagents.settings"
@@ -59,7 +60,7 @@ def settings_in_child(**env: str) -> str:
 
 def test_without_urls_the_embedded_defaults_stay():
     assert settings_in_child() == (
-        "django.db.backends.sqlite3 channels.layers.InMemoryChannelLayer ''"
+        "django.db.backends.sqlite3 channels.layers.InMemoryChannelLayer '' LocMemCache"
     )
 
 
@@ -68,8 +69,27 @@ def test_the_urls_select_postgres_redis_and_celery():
         DATABASE_URL="postgres://postgres@127.0.0.1:5432/x", REDIS_URL="redis://127.0.0.1:6379/3"
     ) == (
         "django.db.backends.postgresql channels_redis.core.RedisChannelLayer "
-        "'redis://127.0.0.1:6379/3'"
+        "'redis://127.0.0.1:6379/3' RedisCache"
     )
+
+
+@pytest.mark.scaleout
+def test_with_redis_every_process_reads_the_cache_another_wrote():
+    """A job's progress for a page served by another process, and a share link's comment
+    rate counted across web servers, need one cache: Redis, once REDIS_URL is set."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(DJANGO_SETTINGS_MODULE="planagents.settings", REDIS_URL=REDIS_URL)
+    key = f"settings-switch-{os.getpid()}"
+
+    def run(code: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-c", "import django; django.setup(); "
+             f"from django.core.cache import cache; {code}"],
+            cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+
+    run(f"cache.set({key!r}, 'written by another process', 30)")
+    assert run(f"print(cache.get({key!r})); cache.delete({key!r})") == "written by another process"
 
 
 def test_the_production_settings_pass_the_deploy_check():
