@@ -25,7 +25,7 @@ from conversations import (
     store,
 )
 from conversations.exports import safe_markdown
-from conversations.models import Plan, PlanningSession, Reviewer
+from conversations.models import Plan, PlanningSession, Reviewer, ShareLink
 from conversations.plan_diff import diff_plans
 from conversations.plan_page import editor_context, page_context
 from conversations.rendering import render_markdown
@@ -244,12 +244,19 @@ def _shared_page(
             "comment_error": comment_error,
             "typed": request.POST if comment_error else {},
             "max_name": link_comments.MAX_NAME_CHARS,
+            "referrer": referrer_policy(shared.link),
         },
         status=status,
     )
     response["X-Robots-Tag"] = "noindex, nofollow"
-    response["Referrer-Policy"] = "no-referrer"
+    # The token is in the URL: no other site may see it in a Referer. A link that takes
+    # comments sends it to this one, or the browser's POST says "Origin: null" and fails CSRF.
+    response["Referrer-Policy"] = referrer_policy(shared.link)
     return response
+
+
+def referrer_policy(link: ShareLink) -> str:
+    return "same-origin" if link.may_comment else "no-referrer"
 
 
 def _version_number(request: HttpRequest) -> int:

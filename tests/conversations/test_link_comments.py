@@ -263,6 +263,18 @@ def test_past_the_rate_per_link_every_address_gets_a_429(user, session, monkeypa
     assert PlanComment.objects.count() == 4
 
 
+def test_a_link_that_takes_comments_keeps_its_referrer_on_this_site_and_a_read_only_one_nowhere(
+    user, session
+):
+    # A form posted under "no-referrer" carries "Origin: null", which fails the CSRF check
+    # (the browser test found it); "same-origin" still gives no other site the token.
+    for may_comment, policy in ((True, "same-origin"), (False, "no-referrer")):
+        token = make_link(user, session, may_comment=may_comment)
+        response = Client().get(reverse("conversations:plan_shared", kwargs={"token": token}))
+        assert response["Referrer-Policy"] == policy
+        assert f'<meta name="referrer" content="{policy}">' in response.content.decode()
+
+
 def test_a_link_comment_needs_the_csrf_token(user, session):
     token = make_link(user, session)
     reader = Client(enforce_csrf_checks=True)
@@ -277,7 +289,8 @@ def test_a_link_comment_needs_the_csrf_token(user, session):
         "text": "Hi",
         "csrfmiddlewaretoken": csrf,
     }
-    assert reader.post(url, body).status_code == 302
+    assert reader.post(url, body, HTTP_ORIGIN="null").status_code == 403  # as under no-referrer
+    assert reader.post(url, body, HTTP_ORIGIN="http://testserver").status_code == 302
     assert PlanComment.objects.count() == 1
 
 
