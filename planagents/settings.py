@@ -218,6 +218,10 @@ PLANAGENTS_LLM_SLOTS = env_int("PLANAGENTS_LLM_SLOTS", 2, minimum=1)
 PLANAGENTS_LLM_LOCAL_TIMEOUT = env_int("PLANAGENTS_LLM_LOCAL_TIMEOUT", 300, minimum=1)
 PLANAGENTS_LLM_NICE = env_int("PLANAGENTS_LLM_NICE", 10, minimum=0)
 PLANAGENTS_LLM_CACHE_MB = env_int("PLANAGENTS_LLM_CACHE_MB", 1024, minimum=0)
+# The local models' evidence plan from llama.cpp's native tool calls (its chat template)
+# instead of a grammar-held JSON plan. Off: both Qwen2.5-Coder models wrote their calls as
+# text llama.cpp does not read as calls, so no lookup ran (bench/RESULTS-native-tools.md).
+PLANAGENTS_LOCAL_NATIVE_TOOLS = env_bool("PLANAGENTS_LOCAL_NATIVE_TOOLS", False)
 # One model server per machine (issue 20): when set, every process reaches the local models
 # through the server `manage.py llm_server` runs at this address (its OpenAI-compatible API;
 # the model of the n-th local profile listens on this port + n) instead of loading its own

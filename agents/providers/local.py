@@ -36,6 +36,9 @@ from .base import (
     ProviderError,
     ProviderUnavailable,
     T,
+    ToolCall,
+    ToolReply,
+    ToolSpec,
 )
 from .weights import ModelSpec, ensure_weights
 
@@ -195,6 +198,11 @@ class LocalLlamaProvider(LLMProvider):
         self.profile = profile
         self.model_name = model_spec.name
         self.spec = model_spec
+        # llama.cpp's chat template turns tool declarations into the model's own tool-call
+        # format and its replies back into calls; off by default: the Qwen2.5-Coder models
+        # wrote their calls as text, so the grammar-held JSON plan stays
+        # (bench/RESULTS-native-tools.md).
+        self.native_tools = settings.PLANAGENTS_LOCAL_NATIVE_TOOLS
 
     def stream(self, messages: list[ChatMessage], options: CallOptions) -> Iterator[str]:
         # Small models loop on a phrase without a penalty.
@@ -209,8 +217,43 @@ class LocalLlamaProvider(LLMProvider):
         extra = {"json_schema": schema.model_json_schema(), "repeat_penalty": 1.0}
         return self._generate(messages, options, extra)
 
+    def stream_tool_calls(
+        self,
+        messages: list[ChatMessage],
+        tools: list[ToolSpec],
+        options: CallOptions,
+        *,
+        choice: str = "auto",
+    ) -> Iterator[str]:
+        """The reply to a call offering `tools`, read by llama.cpp's chat template: the calls
+        arrive as OpenAI-shaped `tool_calls` deltas, each keyed by its index, the name first
+        and the arguments in fragments. `choice` "required" makes llama.cpp hold the reply to
+        the template's tool-call format with a grammar."""
+        from .remote import openai_tools
+
+        text: list[str] = []
+        calls: dict[int, tuple[str, str]] = {}
+
+        def collect(pieces: list[dict[str, Any]]) -> None:
+            for piece in pieces:
+                index = int(piece.get("index") or 0)
+                name, arguments = calls.get(index, ("", ""))
+                function = piece.get("function") or {}
+                calls[index] = (
+                    function.get("name") or name,
+                    arguments + (function.get("arguments") or ""),
+                )
+
+        extra = {"tools": openai_tools(tools), "tool_choice": choice, "repeat_penalty": 1.0}
+        text.extend(self._generate(messages, options, extra, collect))
+        yield ToolReply("".join(text), tuple(ToolCall(n, a) for n, a in calls.values())).to_json()
+
     def _generate(
-        self, messages: list[ChatMessage], options: CallOptions, extra: dict[str, Any]
+        self,
+        messages: list[ChatMessage],
+        options: CallOptions,
+        extra: dict[str, Any],
+        tool_calls: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> Iterator[str]:
         should_stop = options.should_stop or (lambda: False)
         if should_stop():
@@ -235,7 +278,10 @@ class LocalLlamaProvider(LLMProvider):
                     raise self._refused(chunk["error"])
                 counted.update(chunk, options)
                 for choice in chunk.get("choices") or ():
-                    piece = (choice.get("delta") or {}).get("content")
+                    delta = choice.get("delta") or {}
+                    if tool_calls is not None and delta.get("tool_calls"):
+                        tool_calls(delta["tool_calls"])
+                    piece = delta.get("content")
                     if piece:
                         counted.piece(options)
                         yield piece
