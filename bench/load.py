@@ -187,6 +187,7 @@ def run(args: argparse.Namespace, topology: str, n: int) -> dict[str, Any]:
 
         seen, latencies = asyncio.run(everything())
         wall = time.monotonic() - started
+        cold_state = cold_index_state() if cold is not None else ""
     finally:
         if cold is not None and cold.poll() is None:
             cold.terminate()
@@ -220,7 +221,24 @@ def run(args: argparse.Namespace, topology: str, n: int) -> dict[str, Any]:
         "page_p95_ms": pct(latencies, 0.95),
         "load": f"{load_start:.2f} → {os.getloadavg()[0]:.2f}",
         "statuses": [PlanningSession.objects.get(pk=pk).status for pk in ids],
+        "cold_state": cold_state,
     }
+
+
+def cold_index_state() -> str:
+    """How far the cold index got while the sessions ran: its state, and the vectors written
+    of those it will have (they fill in after it opens for search)."""
+    from rag.api import vector_counts
+    from rag.models import Codebase
+
+    codebase = Codebase.objects.filter(name__startswith="cold ").order_by("-pk").first()
+    if codebase is None:
+        return "cold index: not started"
+    done, total = vector_counts(codebase.pk)
+    return (
+        f"cold index: {codebase.status} ({codebase.progress_stage}), {done} of {total} vectors "
+        "when the sessions ended"
+    )
 
 
 def fixture(pack: Path) -> tuple[Any, Any]:
@@ -281,6 +299,7 @@ def table(rows: list[dict[str, Any]], note: str) -> str:
         )
         for why in r["not_completed"]:
             lines.append(f"|  | | | {why} | | | | | | | |")
+    lines += ["", *[r["cold_state"] for r in rows if r.get("cold_state")]]
     return "\n".join(lines) + "\n"
 
 
