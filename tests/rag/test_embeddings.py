@@ -50,3 +50,18 @@ def test_threads_come_from_the_environment_when_settings_lack_them(monkeypatch, 
         del settings.PLANAGENTS_EMBED_THREADS
     monkeypatch.setenv("PLANAGENTS_EMBED_THREADS", "2")
     assert embeddings.threads() == 2
+
+
+def test_the_loaded_encoder_is_kept_out_of_the_garbage_collectors_generations(monkeypatch):
+    """A full collection walking the encoder's objects made the plan page's p95 437 ms with
+    200 comments (168 ms once frozen, bench/RESULTS-comments.md)."""
+    import gc
+
+    monkeypatch.setattr(embeddings, "_model", None)
+    gc.unfreeze()
+    try:
+        model = embeddings.get_model()
+        assert gc.get_freeze_count() > 0
+        assert not gc.is_tracked(model) or model not in gc.get_objects(generation=2)
+    finally:
+        gc.unfreeze()
