@@ -20,10 +20,12 @@ scaled:
 bench-scaleout:
 	.venv/bin/python bench/scaleout/load.py
 
-# Retrieval quality on ../shared/bench/swe-dev (ours vs naive vs BM25), indexing throughput,
-# re-index speed-up, latency at 100k chunks, Vietnamese vs English. See docs/retrieval.md.
+# Retrieval quality on ../shared/bench/swe-dev (ours vs naive vs BM25; the definitions a plan
+# may change), indexing throughput, re-index speed-up, latency at 100k chunks, Vietnamese vs
+# English. See docs/retrieval.md.
 bench-retrieval:
 	.venv/bin/python bench/retrieval/swe_dev.py --naive-max-mb 2
+	.venv/bin/python bench/retrieval/definitions.py
 	.venv/bin/python bench/retrieval/indexing.py
 	.venv/bin/python bench/retrieval/encoder.py
 	.venv/bin/python bench/retrieval/latency.py

@@ -143,6 +143,65 @@ def shown_definitions(
     return found
 
 
+POINTED = 2
+"""An evidence item holding at most this many definitions points at them (a quoted line, a
+traceback frame, a function looked up); one holding more points at the definition it starts
+with (a class looked up, not its methods), and a read of a whole file at none of its own."""
+
+
+def offered_definitions(
+    shown: list[Source],
+    further: list[Source],
+    outline: Callable[[str], OutlineResult],
+    limit: int = 40,
+) -> dict[str, Definition]:
+    """The definitions a step may change, most likely first: those the agents were shown
+    (`shown`: evidence, then retrieval's hits) and those of retrieval's next chunks
+    (`further`, best first), whose code a step shows when it names one.
+
+    Ordered by how directly the task leads to each: first what an [E#] evidence item points
+    at (the task named it, a lookup found it: see POINTED), then
+    everything else by its best chunk's place in retrieval's ranking, then in the order shown.
+    On swe-dev the definitions of the 6 chunks shown held the one the real fix changed in 23
+    of 41 tasks; the first 16 of this order hold it in 29 (bench/retrieval/definitions.py),
+    and a file the task names (its whole outline, up to 40 names) no longer pushes the rest
+    out of the 16 a prompt lists. A name defined in two places keeps the first in this order."""
+    memo: dict[str, OutlineResult] = {}
+
+    def cached(path: str) -> OutlineResult:
+        if path not in memo:
+            memo[path] = outline(path)
+        return memo[path]
+
+    ranked = [s for s in shown if not s.label] + list(further)
+    keys: dict[str, tuple[int, int, int]] = {}
+    where: dict[str, Definition] = {}
+    for order, source in enumerate([*shown, *further]):
+        found = shown_definitions([source], cached, limit=10_000)
+        few = len(found) <= POINTED
+        for name, definition in found.items():
+            pointed = bool(source.label) and (few or definition.line == source.start)
+            if name in where and where[name] != definition:
+                continue  # another definition of the name came first
+            rank = next(
+                (i for i, s in enumerate(ranked) if s is source or _offers(s, definition)),
+                len(ranked),
+            )
+            key = (0 if pointed else 1, rank, order)
+            if name not in keys or key < keys[name]:
+                keys[name], where[name] = key, definition
+    best = sorted(keys, key=keys.__getitem__)[:limit]
+    return {name: where[name] for name in best}
+
+
+def _offers(source: Source, definition: Definition) -> bool:
+    """Whether `source` shows `definition`: starts in it, or begins inside it."""
+    return source.path == definition.path and (
+        source.holds(definition.path, definition.line)
+        or definition.line < source.start <= definition.end
+    )
+
+
 DEFINITION_KINDS = frozenset({"function", "method", "class", "constructor", "interface", "struct"})
 CALLABLE_KINDS = frozenset({"function", "method", "constructor"})
 

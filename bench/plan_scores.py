@@ -126,7 +126,8 @@ def session_data(database: Path, session_id: int) -> dict[str, Any]:
 
 
 _OFFERED = re.compile(
-    r"The definitions in the code shown, by file and line: (.*?)(?: \(and \d+ more\))?\.(?:\s|$)"
+    r"The definitions (?:in the code shown|a step may change, likeliest first), by file and line: "
+    r"(.*?)(?: \(and \d+ more\))?\.(?:\s|$)"
 )
 _LISTED = re.compile(r"([^\s:;,][^:;]*?): ((?:`[^`]+` \d+(?:, )?)+)")
 

@@ -18,7 +18,7 @@ from agents.citations import (
     cite_symbols,
     extract_citations,
     ground_steps,
-    shown_definitions,
+    offered_definitions,
     sources_of,
 )
 from agents.decision_log import decision_log
@@ -91,11 +91,18 @@ NEW_DEFINITION_FILES = 4
 the evidence's)."""
 
 
+DEFINITION_CHUNKS = 24
+"""Retrieval's chunks whose definitions a step may change (agents.citations.offered_definitions):
+the first PLANAGENTS_RETRIEVAL_K are shown as code, the rest only named."""
+
+
 @dataclass
 class NodeContext:
     session: PlanningSession
     state: PlanningState
     hits: list[Hit] = field(default_factory=list)
+    further: list[Hit] = field(default_factory=list)
+    """Retrieval's next chunks after `hits`, best first: not shown, their definitions offered."""
     paths: FileSet = field(default_factory=FileSet)
     evidence: list[Evidence] = field(default_factory=list)
     profile: str = ""
@@ -109,10 +116,13 @@ class NodeContext:
     @classmethod
     def load(cls, session: PlanningSession, state: PlanningState) -> NodeContext:
         extra = state.feedback
+        shown = settings.PLANAGENTS_RETRIEVAL_K
+        found = retrieve_for(session, extra, max(shown, DEFINITION_CHUNKS))
         return cls(
             session,
             state,
-            retrieve_for(session, extra),
+            found[:shown],
+            found[shown:],
             codebase_paths(session.codebase),
             load_evidence(session.pk, INVESTIGATION),
             profile_summary(session),
@@ -132,13 +142,15 @@ class NodeContext:
         return [p for p in parts if p]
 
     def candidates(self) -> tuple[str, ...]:
-        """The real files a proposal or plan may name: evidence first, then retrieval, where
+        """The real files a proposal or plan may name: evidence first, then retrieval (the
+        chunks shown, then the next ones whose definitions are offered), where
         a method the task calls is followed down the imports from the first file (rag.rerank:
         the file doing the work moves up; the enum's order is the order the model reads)."""
         # A node asks twice (its prompt, then its schema); the context lives across nodes.
         key = (len(self.evidence), len(self.hits))
         if self._candidates is None or self._candidates[0] != key:
-            found = candidate_paths(self.evidence, [h.path for h in self.hits])
+            # The files of the definitions offered too (retrieval's next chunks), after.
+            found = candidate_paths(self.evidence, [h.path for h in [*self.hits, *self.further]])
             ordered = rerank_paths(self.session.codebase, self.session.task, found)
             aside = self.set_aside()
             self._candidates = (
@@ -173,7 +185,8 @@ class NodeContext:
         if self._definitions is None:
             navigator = Navigator(rag_index.index_dir(self.session.codebase_id))
             sources = sources_of(self.evidence, self.hits)
-            self._definitions = shown_definitions(sources, navigator.outline)
+            further = sources_of((), self.further)
+            self._definitions = offered_definitions(sources, further, navigator.outline)
         return self._definitions
 
     def test_command(self) -> str:
@@ -540,15 +553,15 @@ LISTED_DEFINITIONS = 16
 
 
 def _definition_choices(definitions: dict[str, Definition]) -> str:
-    """The definitions a step's symbol may name, by file with their first lines, for the
-    request: a model that only meets the choices in the grammar picks "none", not knowing
-    them."""
+    """The definitions a step's symbol may name, the likeliest first (grouped by file, with
+    their first lines), for the request: a model that only meets the choices in the grammar
+    picks "none", not knowing them."""
     by_file: dict[str, list[str]] = {}
     for name, where in list(definitions.items())[:LISTED_DEFINITIONS]:
         by_file.setdefault(where[0], []).append(f"`{name}` {where[1]}")
     listed = "; ".join(f"{path}: {', '.join(names)}" for path, names in by_file.items())
     more = len(definitions) - LISTED_DEFINITIONS
-    return f"The definitions in the code shown, by file and line: {listed}" + (
+    return f"The definitions a step may change, likeliest first, by file and line: {listed}" + (
         f" (and {more} more)." if more > 0 else "."
     )
 
@@ -557,7 +570,7 @@ def _files_rule(ctx: NodeContext) -> str:
     if ctx.evidence and ctx.candidates():
         definitions = ctx.definitions()
         symbol = (
-            "Each step's symbol is the function or class of the code shown that it changes, "
+            "Each step's symbol is the function or class that it changes, "
             f'"{NEW_DEFINITION}<file>" when it adds a new one to that file, or "{NO_SYMBOL}" '
             f"when it changes no code. {_definition_choices(definitions)} "
             if definitions

@@ -20,6 +20,9 @@ def setup_django() -> None:
     import django
 
     django.setup()
+    from planagents.nice import people_busy_when
+
+    people_busy_when(None)  # no database here to ask, and a bench measures alone
 
 
 class VectorCache:

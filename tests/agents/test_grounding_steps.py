@@ -11,6 +11,7 @@ from agents.citations import (
     cite_symbols,
     extract_citations,
     ground_steps,
+    offered_definitions,
     shown_definitions,
 )
 from agents.echoes import is_copied, without_repeated_steps
@@ -66,6 +67,34 @@ def test_a_span_shown_from_inside_a_definition_offers_that_definition():
     found = shown_definitions([Source("todo/auth.py", 33, 38, "E1")], outline)
     assert found == {"TokenStore.expire": ("todo/auth.py", 31, 40)}
     assert shown_definitions([Source("todo/auth.py", 25, 26)], outline) == {}
+
+
+def test_the_definitions_offered_come_likeliest_first_and_reach_past_the_code_shown():
+    shown = [
+        Source("todo/auth.py", 12, 40, "E1"),  # a class looked up: it points at TokenStore
+        Source("todo/api.py", 3, 9),  # retrieval's best chunk
+        Source("todo/auth.py", 31, 40),  # its second: inside expire
+    ]
+    further = [Source("todo/api.py", 20, 24), Source("todo/auth.py", 2, 5)]
+    found = list(offered_definitions(shown, further, outline))
+    # What the evidence starts with, then by the best chunk's place in retrieval's ranking,
+    # the next chunks' too (helper, not shown), and last what no chunk holds (issue, whose
+    # other definition in api.py is not taken: the name keeps its first place).
+    assert found == ["TokenStore", "login", "TokenStore.expire", "helper", "TokenStore.issue"]
+    assert list(offered_definitions(shown, further, outline, limit=2)) == ["TokenStore", "login"]
+    # A lookup holding one or two definitions points at each: they come first.
+    pointed = [Source("todo/auth.py", 15, 20, "E2"), *shown]
+    assert set(list(offered_definitions(pointed, [], outline))[:2]) == {
+        "TokenStore.issue",
+        "TokenStore",
+    }
+    # Without any evidence, retrieval's order alone.
+    assert list(offered_definitions(shown[1:], further, outline)) == [
+        "login",
+        "TokenStore.expire",
+        "TokenStore.issue",
+        "helper",
+    ]
 
 
 def test_a_named_definition_becomes_the_steps_citation_file_and_target():

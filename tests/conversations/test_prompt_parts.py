@@ -159,10 +159,10 @@ def test_the_first_proposal_prompt_holds_the_grounding_the_task_and_the_analysis
                 "the request": "Propose the change as JSON.",
                 "the evidence citation rule": "cites `path:line` and the evidence as [E#]",
                 "the offered files rule": "chosen from the codebase's files offered",
-                "the symbol rule": "Each step's symbol is the function or class of the code shown",
+                "the symbol rule": "Each step's symbol is the function or class that it changes",
                 "the step rule": nodes.STEP_RULE,
-                "the definitions offered": "The definitions in the code shown, by file and "
-                "line: todo/auth.py: `AuthError` 10, `hash_password` 14,",
+                "the definitions offered": "The definitions a step may change, likeliest first, "
+                "by file and line: todo/auth.py: `TokenStore` 26, `TokenStore.__init__` 29,",
                 "the answer's language": "Write your answer in English.",
             },
         )
@@ -171,6 +171,28 @@ def test_the_first_proposal_prompt_holds_the_grounding_the_task_and_the_analysis
     # The retry-only parts are absent from a first proposal.
     for absent in ("Reviewer's critique", "failed validation", "The human asked for"):
         assert absent not in call.request
+
+
+def test_the_proposal_offers_definitions_of_retrievals_next_chunks_by_name_only(session, settings):
+    # One chunk is shown as code; the definitions of the next ones are offered by name.
+    settings.PLANAGENTS_RETRIEVAL_K = 1
+    ctx = investigated(session, analysis=ANALYSIS)
+    assert len(ctx.hits) == 1 and ctx.further, "the sample project has more chunks to offer"
+    unshown = [
+        name
+        for name, where in ctx.definitions().items()
+        if not any(
+            h.path == where.path and h.start_line <= where.line <= h.end_line for h in ctx.hits
+        )  # fmt: skip
+        and not any(e.path == where.path and e.start <= where.line <= e.end for e in ctx.evidence)
+    ]
+    assert unshown, "only the code shown was offered"
+    nodes.propose_changes(ctx)
+    request = FakeProvider.latest(schema="Proposal").request
+    listed = request.split("The definitions a step may change", 1)[1].split(". files:", 1)[0]
+    assert any(f"`{name}`" in listed for name in unshown[:3]), listed
+    code = request.split("Code context (untrusted):", 1)[1]
+    assert code.count("\n### ") == 1, "more than the one chunk was shown as code"
 
 
 def test_a_proposal_after_a_review_holds_the_reviewers_critique(session):
