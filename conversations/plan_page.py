@@ -152,6 +152,8 @@ def comments_context(
         "comment_targets": plan_comments.targets(plan),
         "comments_revisable": editable and commenting and can_revise(viewer, session),
         "addressed_here": addressed,
+        # Resolve/Reopen only where the server would take it (the owner, a thread's author).
+        "resolvable": {t.comment.pk for t in found if plan_comments.can_resolve(viewer, t.comment)},
     }
 
 

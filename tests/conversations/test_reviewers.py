@@ -195,6 +195,19 @@ def test_a_commenter_comments_answers_and_resolves_only_their_own_threads(
         url = reverse("conversations:plan_comment_status", args=[planned.pk, thread.pk])
         return carl.post(url, {"version": 1, "status": "resolved"})
 
+    # The page offers Resolve only where the server takes it: carl's own thread, and every
+    # thread for the owner (a button on the owner's thread answered 404).
+    def resolve_forms(client):
+        shown = page(client, planned).content.decode()
+        return {
+            thread.pk
+            for thread in (mine, theirs)
+            if reverse("conversations:plan_comment_status", args=[planned.pk, thread.pk]) in shown
+        }
+
+    assert resolve_forms(carl) == {mine.pk}
+    assert resolve_forms(as_user(user)) == {mine.pk, theirs.pk}
+
     assert status(mine).status_code == 302
     assert status(theirs).status_code == 404
     assert PlanComment.objects.get(pk=mine.pk).status == "resolved"
