@@ -13,8 +13,14 @@ LLMCall rows and their sessions, and runs no model:
 
     .venv/bin/python bench/estimate.py [DATABASE] [--mode planning] [--profile local-1.5b]
         [--json OUT]
+    .venv/bin/python bench/estimate.py DATABASE --export bench/logs/trace-local-1.5b.jsonl
+    .venv/bin/python bench/estimate.py bench/logs/trace-local-1.5b.jsonl --profile local-1.5b
 
-DATABASE defaults to the app's (PLANAGENTS_SQLITE_PATH, else var/planagents.sqlite3).
+DATABASE defaults to the app's (PLANAGENTS_SQLITE_PATH, else var/planagents.sqlite3). A
+bench's database lives under var/ and is gone with the machine; `--export` appends its
+sessions (heads and call sizes and times, no prompts) to a JSON-lines trace kept in the
+repository, each once, so the history of local sessions grows across sessions and machines.
+Such a file is read like a database.
 """
 
 from __future__ import annotations
@@ -52,11 +58,50 @@ def default_database() -> Path:
 
 
 def read_sessions(path: Path) -> list[tuple[PastSession, str]]:
-    """Every session with calls, oldest first, with its status."""
+    """Every session with calls, oldest first, with its status: from a database, or from a
+    trace `--export` wrote (`.jsonl`)."""
+    if path.suffix == ".jsonl":
+        return [(PastSession(**t["session"], calls=tuple(Call(*c) for c in t["calls"])),
+                 t["status"]) for t in read_trace(path)]  # fmt: skip
+    return [(s, status) for s, status, _ in _read_database(path)]
+
+
+def read_trace(path: Path) -> list[dict[str, Any]]:
+    """The sessions of a trace file, oldest first."""
+    if not path.exists():
+        return []
+    found = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sorted(found, key=lambda t: t["started"])
+
+
+def export(database: Path, out: Path) -> int:
+    """Append `database`'s ended sessions that `out` lacks to the trace `out`; how many.
+    A session is known by when it started and its id (another machine's database reuses
+    ids, not times)."""
+    known = {(t["started"], t["session"]["pk"]) for t in read_trace(out)}
+    added = 0
+    with out.open("a") as handle:
+        for session, status, started in _read_database(database):
+            if status not in ENDED or (started, session.pk) in known:
+                continue
+            head = {"pk": session.pk, "mode": session.mode, "agent_a": session.agent_a,
+                    "agent_b": session.agent_b}  # fmt: skip
+            calls = [[getattr(c, f) for f in Call.__dataclass_fields__] for c in session.calls]
+            row = {"started": started, "status": status, "session": head, "calls": calls}
+            handle.write(json.dumps(row) + "\n")
+            added += 1
+    return added
+
+
+ENDED = ("completed", "failed", "stopped")
+"""A session that is still running or paused is exported once it has ended."""
+
+
+def _read_database(path: Path) -> list[tuple[PastSession, str, str]]:
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         heads = db.execute(
-            "SELECT id, mode, agent_a_profile, agent_b_profile, status "
+            "SELECT id, mode, agent_a_profile, agent_b_profile, status, created_at "
             "FROM conversations_planningsession ORDER BY created_at, id"
         ).fetchall()
         rows = db.execute(
@@ -70,8 +115,8 @@ def read_sessions(path: Path) -> list[tuple[PastSession, str]]:
     for session_id, purpose, profile, prompt, completion, ms, agent in rows:
         calls[session_id].append(Call(purpose, profile, prompt, completion, ms, agent))
     return [
-        (PastSession(pk, mode, a, b, tuple(calls[pk])), status)
-        for pk, mode, a, b, status in heads
+        (PastSession(pk, mode, a, b, tuple(calls[pk])), status, str(started))
+        for pk, mode, a, b, status, started in heads
         if calls[pk]
     ]
 
@@ -150,11 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default=None, help="only sessions of this mode")
     parser.add_argument("--profile", default=None, help="only sessions with both agents on it")
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
+    parser.add_argument("--export", type=Path, default=None, help="append to this trace, stop")
     args = parser.parse_args(argv)
     path = args.database or default_database()
     if not path.exists():
         print(f"No database at {path}.", file=sys.stderr)
         return 2
+    if args.export:
+        print(f"{export(path, args.export)} sessions added to {args.export}")
+        return 0
     rows = replay(read_sessions(path), mode=args.mode, profile=args.profile)
     print(f"{path}: {len(rows)} completed sessions replayed")
     print("history ≥ | sessions | time MdAPE | tokens MdAPE | actual time in p25–p75")

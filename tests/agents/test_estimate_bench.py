@@ -59,8 +59,9 @@ def test_it_can_keep_to_one_mode_and_profile():
     assert [(r["session"], r["history"]) for r in rows] == [(1, 0), (4, 1)]
 
 
-def test_it_reads_any_database_path_given(tmp_path, capsys):
-    path = tmp_path / "old.sqlite3"
+def old_database(path, sessions=range(1, 8)):
+    """An older schema's database with `sessions`, each a completed planning session of one
+    call (session k: 10 k seconds)."""
     db = sqlite3.connect(path)
     db.executescript(
         """
@@ -72,7 +73,7 @@ def test_it_reads_any_database_path_given(tmp_path, capsys):
             INTEGER, duration_ms INTEGER);
         """
     )
-    for pk in range(1, 8):
+    for pk in sessions:
         db.execute(
             "INSERT INTO conversations_planningsession VALUES (?, 'planning', 'local-1.5b', "
             "'local-1.5b', 'completed', ?)",
@@ -85,7 +86,11 @@ def test_it_reads_any_database_path_given(tmp_path, capsys):
         )
     db.commit()
     db.close()
+    return path
 
+
+def test_it_reads_any_database_path_given(tmp_path, capsys):
+    path = old_database(tmp_path / "old.sqlite3")
     assert bench.main([str(path)]) == 0
     out = capsys.readouterr().out
     assert f"{path}: 7 completed sessions replayed" in out
@@ -98,3 +103,21 @@ def test_it_reads_any_database_path_given(tmp_path, capsys):
 def test_it_says_when_there_is_no_database(tmp_path, capsys):
     assert bench.main([str(tmp_path / "none.sqlite3")]) == 2
     assert "No database at" in capsys.readouterr().err
+
+
+def test_an_exported_trace_keeps_each_session_once_and_replays_as_its_database(tmp_path, capsys):
+    # Two machines' databases reuse ids 1-3; the trace keeps the six sessions, each once.
+    first = old_database(tmp_path / "first.sqlite3", range(1, 4))
+    trace = tmp_path / "trace.jsonl"
+    assert bench.export(first, trace) == 3
+    assert bench.export(first, trace) == 0  # exported again: nothing new
+    second = sqlite3.connect(old_database(tmp_path / "second.sqlite3", range(1, 4)))
+    second.execute("UPDATE conversations_planningsession SET created_at = '2026-12-0' || id")
+    second.commit()
+    second.close()
+    assert bench.main([str(tmp_path / "second.sqlite3"), "--export", str(trace)]) == 0
+    assert "3 sessions added" in capsys.readouterr().out
+    both = bench.replay(bench.read_sessions(trace))
+    assert [r["history"] for r in both] == [0, 1, 2, 3, 4, 5]  # oldest first, across machines
+    from_db = bench.replay(bench.read_sessions(first))
+    assert both[:3] == from_db

@@ -5,7 +5,8 @@ through the link, under a name; the owner revises the whole plan with the open c
 prompt holds both (the reader's marked as coming through a link); in the new version the
 approver's comment is carried to its reworded step and the reader's, whose step is gone, is
 outdated; the new version and the compare page say what it was asked to address; the approver
-approves the new version and the plan is approved."""
+approves the new version and the plan is approved. The owner's next run shows its estimate,
+made from the finished session, before it starts, and against the actual once it has ended."""
 
 from __future__ import annotations
 
@@ -190,6 +191,24 @@ def test_two_accounts_and_a_link_reader_review_a_plan_and_the_approver_approves_
     expect(owner.locator(".plan-signoffs")).to_contain_text("Approved v2")
     SHOT.parent.mkdir(parents=True, exist_ok=True)
     owner.screenshot(path=str(SHOT), full_page=True)
+
+    # The next run's estimate appears before it starts, made from the session just finished,
+    # and the finished run's page sets it against what the run took.
+    owner.goto(server.url + "/sessions/new/")
+    owner.select_option("select[name=mode]", "planning")
+    owner.select_option("select[name=agent_a_profile]", "fake")
+    owner.select_option("select[name=agent_b_profile]", "fake")
+    expect(owner.locator("#estimate-basis")).to_contain_text("of the 1 finished planning session")
+    expect(owner.locator("#estimate-chosen")).to_contain_text("LLM calls")
+    owner.fill("textarea[name=task]", "Log every lockout with the user name")
+    owner.click("#new-session button[type=submit]")
+    owner.wait_for_url("**/sessions/*/")
+    owner.locator("#checkpoint button[data-action=approve]").click()
+    expect(owner.locator("#status-badge")).to_have_text("Completed")
+    owner.reload()
+    versus = owner.locator("#estimate-versus")
+    expect(versus.locator("h2")).to_have_text("Estimate vs actual")
+    expect(versus.locator("tbody tr", has_text="LLM calls").locator("td")).to_have_count(3)
     stranger.close()
     colleague.close()
     owner.close()
