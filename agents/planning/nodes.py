@@ -181,12 +181,16 @@ class NodeContext:
         return with_file_choices(schema, candidates, (*self.definitions(), *new))
 
     def definitions(self) -> dict[str, Definition]:
-        """The definitions in the code the agents were shown, by name: file and first line."""
+        """The definitions a step may change, likeliest first, by name: file and lines. Those
+        of vendored and generated files the task does not name are not offered (`set_aside`):
+        a plan changes the project's own code."""
         if self._definitions is None:
             navigator = Navigator(rag_index.index_dir(self.session.codebase_id))
             sources = sources_of(self.evidence, self.hits)
-            further = sources_of((), self.further)
-            self._definitions = offered_definitions(sources, further, navigator.outline)
+            aside = self.set_aside()
+            further = [s for s in sources_of((), self.further) if s.path not in aside]
+            offered = offered_definitions(sources, further, navigator.outline)
+            self._definitions = {n: d for n, d in offered.items() if d.path not in aside}
         return self._definitions
 
     def test_command(self) -> str:

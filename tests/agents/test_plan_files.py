@@ -79,3 +79,38 @@ def test_a_file_the_task_names_is_in_the_plan_saying_the_app_added_it(user):
             "reason": "The task names `requests/sessions.py`; added by the app.",
         },
     ]
+
+
+@pytest.mark.django_db
+def test_no_step_may_change_a_definition_of_a_vendored_file_the_task_does_not_name(
+    user, monkeypatch
+):
+    from agents.planning import nodes
+    from rag.navigation import OutlineEntry, OutlineResult
+    from rag.retrieval import Hit
+
+    outlines = {
+        "requests/sessions.py": [OutlineEntry("merge_setting", "function", 1, 9, 0)],
+        "requests/packages/urllib3/util.py": [OutlineEntry("split_first", "function", 1, 9, 0)],
+    }
+
+    class Navigator:
+        def __init__(self, folder):
+            pass
+
+        def outline(self, path):
+            return OutlineResult(path, path, entries=outlines.get(path, []))
+
+    monkeypatch.setattr(nodes, "Navigator", Navigator)
+
+    def offered(task):
+        ctx = context(user, task)
+        ctx.hits = [Hit("requests/packages/urllib3/util.py", 1, 9, "def split_first(): …", 1, "")]
+        ctx.further = [Hit(path, 1, 9, "…", 0.5, "") for path in outlines]
+        return set(ctx.definitions())
+
+    # Shown or only ranked next, the vendored file's definitions are not offered…
+    assert offered("Sessions send a str header as bytes") == {"merge_setting"}
+    # …unless the task names the file.
+    named = "The bug is in requests/packages/urllib3/util.py, in `split_first`"
+    assert offered(named) == {"merge_setting", "split_first"}
