@@ -238,10 +238,14 @@ def cite_symbols(
             continue
         name = step.get("symbol")
         step = {k: v for k, v in step.items() if k != "symbol"}
-        files = [f for f in step.get("files") or [] if isinstance(f, str)]
+        cited_lines = _cited_lines(step)
+        files = [_without_line(f) for f in step.get("files") or [] if isinstance(f, str)]
+        if files:
+            step["files"] = list(dict.fromkeys(files))
+            files = step["files"]
         if isinstance(name, str) and name.startswith(NEW_DEFINITION):
             path = name.removeprefix(NEW_DEFINITION)
-            existing = _existing_definition(step, path, definitions, sources)
+            existing = _existing_definition(step, path, definitions, sources, cited_lines)
             if not existing:
                 if path in paths:
                     step["target"] = {"kind": "new", "path": path}
@@ -261,7 +265,7 @@ def cite_symbols(
                 # 1.5B model: "Add a check to handle objects with a `.values` property in
                 # `xarray/core/variable.py` [E4]", [E4] being `Variable.__setitem__`, chose
                 # "none", and the plan showed no code and no sketch).
-                name = _existing_definition(step, files[0], definitions, sources)
+                name = _existing_definition(step, files[0], definitions, sources, cited_lines)
             where = definitions.get(name) if name else None
         if where is not None and isinstance(name, str) and _agrees(step, name, where[0]):
             path, line = where[0], where[1]
@@ -310,19 +314,37 @@ def _written_definition(step: dict[str, Any], definitions: Mapping[str, Definiti
 _BARE = re.compile(r"[A-Za-z_]\w{2,}")
 
 
+def _cited_lines(step: dict[str, Any]) -> list[tuple[str, int]]:
+    """The (path as written, line) pairs a step cites: in its files (`pkg/a.py:82-84`, the
+    way a model lists a file it means a part of) and in its title and detail."""
+    written = [str(f) for f in step.get("files") or [] if isinstance(f, str)]
+    text = " ".join([str(step.get("title", "")), str(step.get("detail", "")), *written])
+    return [(c.path, c.start) for c in find_citations(text)]
+
+
+def _without_line(written: str) -> str:
+    """A step's file as written, without the `:82-84` a model adds to say which part."""
+    cited = parse_citation(written)
+    return cited.path if cited is not None else written
+
+
 def _existing_definition(
     step: dict[str, Any],
     path: str,
     definitions: Mapping[str, Definition],
     sources: Collection[Source],
+    cited_lines: Collection[tuple[str, int]] = (),
 ) -> str:
-    """The shown definition in `path` a step that chose "new definition in `path`" is about,
-    or "". A step adds a definition under a name of its own; one that writes no such name
-    and either writes an existing definition of that file as code, or cites by [E#] evidence
-    holding exactly one definition of it, changes that definition. requests 2.20 with the
-    1.5B model: "Change the check in [E6] to treat the default port as the same port", where
-    [E6] was `SessionRedirectMixin.should_strip_auth` and nothing else, chose a new
-    definition and so showed no code and no sketch."""
+    """The offered definition in `path` a step that chose "new definition in `path`" (or
+    none) is about, or "". A step adds a definition under a name of its own; one that writes
+    no such name and either writes an existing definition of that file as code, cites a line
+    of that file inside one (the innermost), or cites by [E#] evidence holding exactly one
+    definition of it, changes that definition. requests 2.20 with the 1.5B model: "Change
+    the check in [E6] to treat the default port as the same port", where [E6] was
+    `SessionRedirectMixin.should_strip_auth` and nothing else, chose a new definition and so
+    showed no code and no sketch. seaborn-2848: a step whose files were
+    `seaborn/_oldcore.py:82-84`, the first lines of `SemanticMapping._lookup_single`, chose
+    "new definition in seaborn/_oldcore.py"."""
     written = _written_definition(step, definitions)
     if written and definitions[written].path == path:
         return written
@@ -334,6 +356,20 @@ def _existing_definition(
         bare = span.removesuffix("()")
         if _BARE.fullmatch(bare) and bare not in known and not re.search(rf"\b{bare}\b", shown):
             return ""  # a name of its own: the new definition's, perhaps
+    at_lines = {
+        min(holding, key=lambda n: definitions[n].end - definitions[n].line)
+        for written, line in cited_lines
+        if written == path or path.endswith(f"/{written}")
+        if (
+            holding := [
+                name
+                for name, where in definitions.items()
+                if where.path == path and where.line <= line <= where.end
+            ]
+        )
+    }
+    if len(at_lines) == 1:
+        return at_lines.pop()
     inside = {
         name
         for name, where in definitions.items()

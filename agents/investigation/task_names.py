@@ -64,6 +64,11 @@ _INLINE = re.compile(r"`([^`\n]{1,300})`")
 _SPLIT = re.compile(r"[\s()\[\]{}<>\"',;`|*!?]+")
 _NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::|#)[A-Za-z_]\w*)*")
 _ASSIGNED = re.compile(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")
+_IMPORT = re.compile(r"\s*(?:import\s|from\s+[\w.]+\s+import\s|#\s*include\s|use\s)")
+"""An import says what the reporter's code uses, not where a change goes: seaborn-2848's
+`import seaborn as sns` was found in one project file, a CI script, which the plan then
+listed to modify. What the task calls or names is looked up as names instead."""
+IMPORT_NOTE = "an import: it says what the code uses, not where to change it"
 _FRAME_LINE = re.compile(r"\s*(?:-+>\s*)?\d+\s+")
 """IPython's `----> 12     code` and `   1263   code`: the code is what follows."""
 _TRACEBACK = ("Traceback (", 'File "', "File '")
@@ -267,6 +272,9 @@ def _lines(
     quoted = [s.strip() for s in spans if verbatim.statement(s)]
     quoted += [line for line in blocks if verbatim.statement(line)]
     for written in list(dict.fromkeys(quoted))[:MAX_LINES]:
+        if _IMPORT.match(written):
+            yield Named(written, "line", note=IMPORT_NOTE)
+            continue
         result = navigator.find_text(written)
         if not result.searched:
             continue

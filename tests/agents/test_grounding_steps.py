@@ -172,6 +172,33 @@ def test_a_new_definition_step_about_an_existing_one_targets_that_one():
     assert cite_symbols(data, definitions, [here])["steps"][0]["target"]["kind"] == "new"
 
 
+def test_a_step_citing_a_line_inside_a_definition_changes_that_definition():
+    # seaborn-2848 with the 1.5B model: a step listed its file as `seaborn/_oldcore.py:82-84`,
+    # the first lines of `SemanticMapping._lookup_single`, and chose a new definition there;
+    # the next listed `seaborn/_core/plot.py:472`, where `Plot.pair` starts, and chose none.
+    core, plot = "seaborn/_oldcore.py", "seaborn/_core/plot.py"
+    definitions = {
+        "SemanticMapping": Definition(core, 30, 100),
+        "SemanticMapping._lookup_single": Definition(core, 82, 84),
+        "HueMapping._lookup_single": Definition(core, 170, 200),
+        "Plot.pair": Definition(plot, 472, 530),
+    }
+    data = {"steps": [
+        {"title": "Update the mapping", "symbol": f"{NEW_DEFINITION}{core}",
+         "files": [f"{core}:82-84"], "detail": "Map categorical hue values."},
+        {"title": "Handle NaN", "symbol": "none", "files": [f"{plot}:472"],
+         "detail": "Skip NaN values."},
+        # A line of the file that no definition holds: nothing to take.
+        {"title": "Import it", "symbol": "none", "files": [f"{core}:3"], "detail": "Import."},
+    ]}  # fmt: skip
+    steps = cite_symbols(data, definitions, [core, plot])["steps"]
+    assert steps[0]["target"]["name"] == "SemanticMapping._lookup_single"  # the innermost
+    assert steps[1]["target"]["name"] == "Plot.pair"
+    assert "target" not in steps[2]
+    # The files are the files, without the lines a model wrote after them.
+    assert [s["files"] for s in steps] == [[core], [plot], [core]]
+
+
 def test_a_step_choosing_none_that_cites_one_definition_of_its_one_file_changes_it():
     # xarray-2905 with the 1.5B model: the step chose "none" while it said to add a check in
     # variable.py and cited [E4], which held exactly `Variable.__setitem__`.

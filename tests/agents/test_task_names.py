@@ -4,7 +4,7 @@ only an example or the task's own snippet defines is not taken for the project's
 
 import pytest
 
-from agents.investigation.task_names import named_files, named_in_task
+from agents.investigation.task_names import IMPORT_NOTE, named_files, named_in_task
 from rag import profile
 from rag.navigation import Navigator
 from rag.paths import FileSet
@@ -149,6 +149,7 @@ LIBRARY = {
     "lib/auth.py": "import os\n\n\ndef token():\n    return os.environ.get('LIB_TOKEN')\n",
     "lib/hooks.py": "HOOKS = ['response']\nlog('LIB_DEBUG')\n",
     "lib/adapters.py": "log('LIB_DEBUG')\n",
+    "tools/release.py": "import lib\n\nprint(lib.__name__)\n",
     "tests/test_sessions.py": "import os\n\nos.environ['LIB_CA_BUNDLE'] = '/x'\n",
 }
 
@@ -161,15 +162,27 @@ def library(tmp_path):
 
 def test_a_line_many_source_files_hold_pins_no_file_and_says_why(library):
     paths, nav = library
-    task = "```python\nimport os\nimport lib\ns = lib.Session()\n```\nverify=False is ignored."
+    task = "```python\nimport lib\nlog('LIB_DEBUG')\n```\nThe debug log is written twice."
     items = named_in_task(task, paths, nav)
     assert named_files(task, paths, nav) == []
-    line = next(n for n in items if n.written == "import os")
+    line = next(n for n in items if n.written == "log('LIB_DEBUG')")
     assert not line.found
     assert (
         line.note
-        == "in 2 files (`lib/sessions.py`, `lib/auth.py`), so it does not say which to change"
+        == "in 2 files (`lib/hooks.py`, `lib/adapters.py`), so it does not say which to change"
     )
+
+
+def test_an_import_the_task_quotes_pins_no_file_even_when_one_file_holds_it(library):
+    # seaborn-2848: `import seaborn as sns` from the reproduction was in one project file, a
+    # CI script, and the plan listed that script to modify.
+    paths, nav = library
+    task = "```python\nimport lib\nfrom lib import hooks\ns = lib.Session()\n```\nIt fails."
+    items = named_in_task(task, paths, nav)
+    assert named_files(task, paths, nav) == []
+    for written in ("import lib", "from lib import hooks"):
+        line = next(n for n in items if n.written == written)
+        assert (line.found, line.note) == (False, IMPORT_NOTE)
 
 
 def test_a_line_in_one_source_file_and_its_tests_pins_the_source_file(library):
