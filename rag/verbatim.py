@@ -59,11 +59,17 @@ def quotable(text: str) -> bool:
 
 def statement(text: str) -> bool:
     """Whether a quotable `text` reads as a line of code (`x = str(x)`, `return f(a)`) rather
-    than words or a bare name: only those are worth a word-for-word search."""
+    than words or a bare name: only those are worth a word-for-word search. A comparison alone
+    (`dtype==object`) describes a condition in words' place, it quotes no line: xarray-2905's
+    "arrays of `dtype==object`" pinned the one file that writes it, a zarr check."""
     stripped = text.strip()
     if not quotable(stripped):
         return False
-    return any(c in stripped for c in "=(;{") or stripped.startswith(_STATEMENT_START)
+    bare = _COMPARISON.sub(" ", stripped)
+    return any(c in bare for c in "=(;{") or stripped.startswith(_STATEMENT_START)
+
+
+_COMPARISON = re.compile(r"[=!<>]=")
 
 
 def needles(quote: str, n: int = 2) -> list[str]:

@@ -69,6 +69,10 @@ _IMPORT = re.compile(r"\s*(?:import\s|from\s+[\w.]+\s+import\s|#\s*include\s|use
 `import seaborn as sns` was found in one project file, a CI script, which the plan then
 listed to modify. What the task calls or names is looked up as names instead."""
 IMPORT_NOTE = "an import: it says what the code uses, not where to change it"
+_DOCTEST = re.compile(r"\s*(?:>>>|\.\.\.)\s")
+"""A docstring's example line (`>>> iris = sns.load_dataset("iris")`): documentation, not the
+code to change. seaborn-2848's snippet line was found in `clustermap`'s docstring, and the plan
+listed seaborn/matrix.py for it."""
 _FRAME_LINE = re.compile(r"\s*(?:-+>\s*)?\d+\s+")
 """IPython's `----> 12     code` and `   1263   code`: the code is what follows."""
 _TRACEBACK = ("Traceback (", 'File "', "File '")
@@ -289,7 +293,9 @@ def _placed(
     evidence shows whole (so the plan can target it). Text held by several such files
     (`import os`, `import requests` from a reproduction snippet) says nothing about where, so
     it pins no file; text found only in examples, docs or vendored files pins none either."""
-    own = [h for h in hits if not _aside(h.path, roles.get(h.path, ""))]
+    own = [
+        h for h in hits if not _aside(h.path, roles.get(h.path, "")) and not _DOCTEST.match(h.text)
+    ]
     if not own:
         return Named(written, "line", note="only in examples, docs or vendored files" if hits
                      else message)  # fmt: skip

@@ -150,6 +150,8 @@ LIBRARY = {
     "lib/hooks.py": "HOOKS = ['response']\nlog('LIB_DEBUG')\n",
     "lib/adapters.py": "log('LIB_DEBUG')\n",
     "tools/release.py": "import lib\n\nprint(lib.__name__)\n",
+    "lib/zarr.py": "def check(var):\n    return var.dtype==object\n",
+    "lib/data.py": 'def load(name):\n    """A dataset.\n\n    >>> ds = lib.load("iris")\n    """\n',
     "tests/test_sessions.py": "import os\n\nos.environ['LIB_CA_BUNDLE'] = '/x'\n",
 }
 
@@ -217,3 +219,26 @@ def test_a_backticked_word_written_in_several_source_files_pins_none(library):
     item = next(n for n in named_in_task(task, paths, nav) if n.written == "LIB_DEBUG")
     assert not item.found
     assert named_files(task, paths, nav) == []
+
+
+def test_a_line_found_only_in_a_docstrings_example_pins_no_file(library):
+    # seaborn-2848: the reproduction's `iris = sns.load_dataset("iris")` was found in
+    # `clustermap`'s docstring (`>>> iris = …`), and the plan listed seaborn/matrix.py.
+    paths, nav = library
+    task = '```python\nds = lib.load("iris")\nds.plot()\n```\nThe plot is empty.'
+    assert named_files(task, paths, nav) == []
+    line = next(n for n in named_in_task(task, paths, nav) if n.written == 'ds = lib.load("iris")')
+    assert (line.found, line.note) == (False, "only in examples, docs or vendored files")
+
+
+def test_a_comparison_the_task_writes_as_code_quotes_no_line(library):
+    # xarray-2905: "arrays of `dtype==object`" pinned the one file that writes it.
+    paths, nav = library
+    task = "Assigning to arrays of `dtype==object` coerces objects with a `.values` property."
+    assert named_files(task, paths, nav) == []
+    assert not [n for n in named_in_task(task, paths, nav) if n.kind == "line"]
+    # A statement with a comparison in it is still a line.
+    line = "return var.dtype==object"
+    assert found(named_in_task(f"This line is wrong: `{line}`", paths, nav)) == [
+        ("line", line, "lib/zarr.py", 2)
+    ]
