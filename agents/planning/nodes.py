@@ -3,6 +3,7 @@ PlanningState and, where it branches, which node comes next."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -91,6 +92,13 @@ NEW_DEFINITION_FILES = 4
 the evidence's)."""
 
 
+APP_REASON = re.compile(
+    r"added by the app|\bThe task (?:names|quotes)\b|The reported traceback fails here"
+)
+"""How the app gives its reason for a file it adds to a plan. The model copies the wording from
+the approved proposal: astropy-13977's plan listed seven more files "The task names
+`__rlshift__` …, defined here; added by the app", names the task never wrote."""
+
 DEFINITION_CHUNKS = 24
 """Retrieval's chunks whose definitions a step may change (agents.citations.offered_definitions):
 the first PLANAGENTS_RETRIEVAL_K are shown as code, the rest only named."""
@@ -142,15 +150,15 @@ class NodeContext:
         return [p for p in parts if p]
 
     def candidates(self) -> tuple[str, ...]:
-        """The real files a proposal or plan may name: evidence first, then retrieval (the
-        chunks shown, then the next ones whose definitions are offered), where
+        """The real files a proposal or plan may name: evidence first, then retrieval's
+        chunks shown (not the next ones: a step targeting one of their definitions gets its
+        file from the target; offered as files, astropy-13977's plan listed seven), where
         a method the task calls is followed down the imports from the first file (rag.rerank:
         the file doing the work moves up; the enum's order is the order the model reads)."""
         # A node asks twice (its prompt, then its schema); the context lives across nodes.
         key = (len(self.evidence), len(self.hits))
         if self._candidates is None or self._candidates[0] != key:
-            # The files of the definitions offered too (retrieval's next chunks), after.
-            found = candidate_paths(self.evidence, [h.path for h in [*self.hits, *self.further]])
+            found = candidate_paths(self.evidence, [h.path for h in self.hits])
             ordered = rerank_paths(self.session.codebase, self.session.task, found)
             aside = self.set_aside()
             self._candidates = (
@@ -199,8 +207,9 @@ class NodeContext:
 
     def fill_files(self, data: dict[str, Any]) -> dict[str, Any]:
         """A reply in the plain shape, with what the model cannot be trusted with fixed by
-        code: a "new" file that exists is modified instead, and a reply naming no file gets
-        the files the evidence found."""
+        code: a "new" file that exists is modified instead, a file whose reason is the app's
+        words (`APP_REASON`) is the app's to add or not, and a reply naming no file gets the
+        files the evidence found."""
         data = cite_symbols(
             merge_new_files(data),
             self.definitions() if self.evidence else {},
@@ -209,15 +218,19 @@ class NodeContext:
         )
         files = []
         aside = self.set_aside()
+        copied = False
         for entry in data.get("files") or []:
             resolved = self.paths.resolve(str(entry.get("path", "")))
+            if APP_REASON.search(str(entry.get("reason") or "")):
+                copied = True
+                continue
             if resolved.path in aside:
                 continue
             if entry.get("action") == "create" and resolved.found:
                 entry = {**entry, "path": resolved.path, "action": "modify"}
             files.append(entry)
         data = _without_step_files(data, aside, self.paths)
-        if not files and self.evidence:
+        if not files and not copied and self.evidence:
             for item in self.evidence:
                 if (
                     item.found

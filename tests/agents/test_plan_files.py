@@ -114,3 +114,25 @@ def test_no_step_may_change_a_definition_of_a_vendored_file_the_task_does_not_na
     # …unless the task names the file.
     named = "The bug is in requests/packages/urllib3/util.py, in `split_first`"
     assert offered(named) == {"merge_setting", "split_first"}
+
+
+@pytest.mark.django_db
+def test_a_file_whose_reason_is_the_apps_words_is_the_apps_to_add(user):
+    # astropy-13977 on the 1.5B model: the plan listed seven more files, each "The task names
+    # `__rlshift__` …, defined here; added by the app", copying the approved proposal's rows.
+    ctx = context(user, "`requests/sessions.py` sends a str header as bytes")
+    copied = [
+        {"path": "requests/models.py", "action": "modify",
+         "reason": "The task names `Request.prepare`, defined here; added by the app."},
+        {"path": "requests/sessions.py", "action": "modify",
+         "reason": "The task names `requests/sessions.py`; added by the app."},
+    ]  # fmt: skip
+    data = ctx.fill_files({"steps": [], "files": copied})
+    # The file the task does name is there once, with the app's reason; the other is gone.
+    assert data["files"] == [
+        {
+            "path": "requests/sessions.py",
+            "action": "modify",
+            "reason": "The task names `requests/sessions.py`; added by the app.",
+        }
+    ]

@@ -16,6 +16,7 @@ import pytest
 from agents import debate, plan_writer
 from agents.analysis import guidance
 from agents.investigation.clarify import QuestionAsked
+from agents.investigation.evidence import candidate_paths
 from agents.investigation.session import profile_summary
 from agents.planning import nodes
 from agents.prompts import AGENT_A, AGENT_B, OBJECTIONS_CUE, TEAM, TOOL_GUIDE
@@ -187,6 +188,11 @@ def test_the_proposal_offers_definitions_of_retrievals_next_chunks_by_name_only(
         and not any(e.path == where.path and e.start <= where.line <= e.end for e in ctx.evidence)
     ]
     assert unshown, "only the code shown was offered"
+    # Their files are not offered as files: a step that targets one gets its file from it.
+    shown = set(candidate_paths(ctx.evidence, [h.path for h in ctx.hits]))
+    only_further = {h.path for h in ctx.further} - shown
+    assert only_further, "every file of the next chunks was offered anyway"
+    assert not only_further & set(ctx.candidates())
     nodes.propose_changes(ctx)
     request = FakeProvider.latest(schema="Proposal").request
     listed = request.split("The definitions a step may change", 1)[1].split(". files:", 1)[0]
