@@ -25,6 +25,8 @@ definitions; sketches that matched the code; steps citing an existing path:line;
 tokens, wall time. Results go to bench/RESULTS-grounding.md (rewritten after every session, so
 a partial run yields numbers) and one JSON line per session to the log (`--log`); a run that
 stops is resumed by running the same command again (sessions already logged are skipped).
+Each "after" session's calls (sizes and times, no prompts) are appended to
+bench/logs/trace-PROFILE.jsonl, the history bench/estimate.py replays.
 
 Each session runs in its own process (`--one`) on one persistent data dir and SQLite
 database per condition (`--data`, `--data`-before), so each pack is indexed once per code
@@ -46,6 +48,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import estimate as estimate_bench  # noqa: E402
+
 INSTANCES = ROOT.parent / "shared" / "bench" / "swe-dev" / "instances.jsonl"
 CONDITIONS = ("before", "after")
 
@@ -593,6 +598,9 @@ def main() -> None:
             rows.append(row)
             with log.open("a") as f:
                 f.write(json.dumps(row) + "\n")
+            if condition == "after":  # today's code: the estimate's history (issue 24)
+                trace = ROOT / "bench" / "logs" / f"trace-{args.profile}.jsonl"
+                estimate_bench.export(data / "bench.sqlite3", trace)
             print(f"{row['instance']} {condition}: {json.dumps(row)} "
                   f"({time.monotonic() - started:.0f}s with start-up)", flush=True)  # fmt: skip
             args.out.write_text(report(rows, planned, args.note))

@@ -392,9 +392,7 @@ def propose_changes(ctx: NodeContext) -> NodeResult:
     )
     _store_citations(ctx, message)
     drafted = ctx.fill_files(proposal.model_dump())
-    data, looked = without_looking_steps(
-        without_copies(drafted, request, ctx.test_command(), _heads(ctx.evidence))
-    )
+    data, looked = without_looking_steps(without_copies(drafted, request, ctx.test_command()))
     data, idle, idle_files = without_unchanging_steps(data)
     _note_left_out(
         ctx, message, drafted, data, what="the proposal", looked=looked, idle=(idle, idle_files)
@@ -563,13 +561,6 @@ def validate_proposal(ctx: NodeContext) -> NodeResult:
     )
 
 
-def _heads(evidence: list[Evidence]) -> list[str]:
-    """The lines the app wrote over each evidence item (`[E3] find_symbol(…) — where: what
-    it found`): text a plan cites by its [E#], not text for a step to paste. The 1.5B model's
-    seaborn-2848 plan ended both steps' details with one."""
-    return [f"[{e.label}] {e.tool}({e.argument}) — {e.location}: {e.message}" for e in evidence]
-
-
 def _cite(ctx: NodeContext) -> str:
     return "`path:line` and the evidence as [E#]" if ctx.evidence else "`path:line`"
 
@@ -673,7 +664,7 @@ def finalize_plan(ctx: NodeContext) -> NodeResult:
     _store_citations(ctx, message)
     drafted = ctx.fill_files(draft.model_dump())
     copied, looked = without_looking_steps(
-        without_copies(drafted, request, ctx.test_command(), [*points, *_heads(ctx.evidence)])
+        without_copies(drafted, request, ctx.test_command(), points)
     )
     copied, idle, idle_files = without_unchanging_steps(copied)
     # A step whose detail only says where takes what the approved proposal said to do there,

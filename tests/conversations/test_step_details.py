@@ -295,37 +295,3 @@ def test_a_plan_step_naming_no_definition_keeps_the_approved_proposals_and_says_
     said = Message.objects.get(session=session, node="finalize_plan", role="agent").content
     assert "Step 1 named no definition; the plan keeps the one the approved proposal's" in said
     assert "said only where" not in said
-
-
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.usefixtures("jobs_drained")
-def test_a_step_that_pastes_an_evidence_items_heading_keeps_only_its_own_words(
-    session,  # noqa: F811
-):
-    # seaborn-2848 on the 1.5B model: both steps of the plan ended with an item's heading
-    # ("[E3] find_symbol(seaborn/matrix.py::clustermap) — seaborn/matrix.py:1243-1282: 1
-    # definition(s) of …"), the app's words about the evidence, not what to change.
-    ctx = investigated(session, iteration=1)
-    item = ctx.evidence[0]
-    heading = f"[{item.label}] {item.tool}({item.argument}) — {item.location}: {item.message}"
-    ctx.state.proposal = {
-        "summary": "Drop tokens older than a day on lookup.",
-        "steps": [{"title": "Expire old tokens", "symbol": "none", "detail": SAID}],
-        "files": [{"path": "todo/auth.py", "action": "modify", "reason": "TokenStore"}],
-    }
-    draft = {
-        "summary": "Drop tokens older than a day on lookup.",
-        "effort": {"size": "S", "estimate": "1 day"},
-        "decisions": [],
-        "steps": [{"title": "Expire old tokens", "symbol": "none",
-                   "detail": f"{SAID} {heading}", "files": ["todo/auth.py"]}],
-        "files": [{"path": "todo/auth.py", "action": "modify", "reason": "TokenStore"}],
-        "new_files": [],
-        "testing": ["A day-old token is refused."],
-        "risks": ["Clock skew."],
-    }  # fmt: skip
-    FakeProvider.script("fake", draft, {"first": "", "lines": 1, "after": []})
-    nodes.finalize_plan(ctx)
-    detail = Plan.objects.get(session=session).structured["steps"][0]["detail"]
-    assert detail.startswith(SAID)
-    assert item.message not in detail and f"{item.tool}({item.argument})" not in detail
