@@ -163,7 +163,7 @@ def offered_definitions(
     at (the task named it, a lookup found it: see POINTED), then
     everything else by its best chunk's place in retrieval's ranking, then in the order shown.
     On swe-dev the definitions of the 6 chunks shown held the one the real fix changed in 23
-    of 41 tasks; the first 16 of this order hold it in 29 (bench/retrieval/definitions.py),
+    of 41 tasks; the first 16 of this order hold it in 28 (bench/retrieval/definitions.py),
     and a file the task names (its whole outline, up to 40 names) no longer pushes the rest
     out of the 16 a prompt lists. A name defined in two places keeps the first in this order."""
     memo: dict[str, OutlineResult] = {}
