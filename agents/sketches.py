@@ -51,6 +51,9 @@ class Excerpt:
     """The definition's own first and last line (the excerpt may be a window of it)."""
     language: str = ""
     """The file's language as the index detected it (to parse the code a sketch leaves)."""
+    full: tuple[str, ...] = ()
+    """All the definition's lines (from `whole[0]`) when `lines` is a window of it, so that a
+    sketch is judged on the whole definition, not on a window that need not parse alone."""
 
     @property
     def end(self) -> int:
@@ -135,7 +138,9 @@ def window(
         last = first + EXCERPT_LINES - 1
     else:
         last = end
-    return Excerpt(path, name, first, tuple(lines[first - 1 : last]), (start, end), language)
+    shown = tuple(lines[first - 1 : last])
+    full = tuple(lines[start - 1 : end]) if (first, last) != (start, end) else ()
+    return Excerpt(path, name, first, shown, (start, end), language, full)
 
 
 MAX_SPAN = 8
@@ -503,17 +508,22 @@ def hunk(code: Excerpt, checked: Checked, after: list[str]) -> list[str]:
 
 def syntax_problem(code: Excerpt, checked: Checked, after: list[str]) -> str:
     """A problem when the definition parses as it is and no longer does with the sketch
-    applied (tree-sitter, the index's own parsers; a window of a long definition that does not
-    parse on its own is not judged). "" when it parses, or cannot be judged."""
+    applied (tree-sitter, the index's own parsers). A long definition shown as a window is
+    judged whole (`Excerpt.full`): a window need not parse on its own, and on astropy-13977 a
+    sketch that replaced a docstring's opening line with `return NotImplemented` passed because
+    only the window was parsed. "" when it parses, or cannot be judged."""
     from rag.symbols import parse_errors  # the index's parsers, loaded on first use
 
-    before = parse_errors(code.path, code.language, list(code.lines))
+    first, lines = (code.whole[0], list(code.full)) if code.full else (code.start, list(code.lines))
+    before = parse_errors(code.path, code.language, lines)
     if before is None or before:
         return ""
-    broken = parse_errors(code.path, code.language, edited(code, checked, after))
+    at = checked.start - first
+    changed = [*lines[:at], *after, *lines[at + len(checked.before) :]]
+    broken = parse_errors(code.path, code.language, changed)
     if not broken:
         return ""
-    line = checked.start + max(0, broken[0] - 1 - (checked.start - code.start))
+    line = checked.start + max(0, broken[0] - 1 - at)
     return (
         f"With this change `{code.name}` no longer parses (near line {line}): write the after "
         "lines as complete code, with the indentation and brackets of the code around them."

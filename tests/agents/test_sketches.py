@@ -21,6 +21,7 @@ from agents.sketches import (
     syntax_problem,
     unbound_problem,
     with_blank_lines,
+    window,
 )
 from agents.turns import agent_for
 from rag.paths import FileSet
@@ -375,6 +376,29 @@ def test_a_window_that_does_not_parse_on_its_own_is_not_judged():
     window = Excerpt("a.py", "f", 10, ("        x = (", "            1,"), (1, 40), "python")
     checked = check("1,", 1, ["2,,,("], window)
     assert syntax_problem(window, checked, ["            2,,,("]) == ""
+
+
+def test_a_window_of_a_long_definition_is_judged_on_the_whole_definition():
+    # astropy-13977: the cited line was past the window's docstring opener, so the window did
+    # not parse alone; a sketch that replaced the docstring's closing quotes with a statement
+    # left the method unparsable and passed.
+    lines = [
+        "    def f(self, x):",
+        '        """Doc.',
+        *["        text line"] * 38,
+        '        """',
+        *["        x = x + 1"] * 38,
+        "        return x",
+    ]
+    code = window("a.py", "A.f", lines, (1, len(lines)), "python", near=45)
+    assert code is not None and code.start > 2 and len(code.full) == len(lines)
+    checked = check('"""', 1, ["        return NotImplemented"], code)
+    assert checked.problems == [] and checked.start == 41
+    assert syntax_problem(code, checked, checked.after).startswith(
+        "With this change `A.f` no longer parses"
+    )
+    fine = check("x = x + 1", 1, ["        x = x + 2"], code)
+    assert syntax_problem(code, fine, fine.after) == ""
 
 
 def test_a_long_definition_is_folded_around_the_sketched_lines_with_real_numbers():
