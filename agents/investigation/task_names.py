@@ -73,6 +73,10 @@ _DOCTEST = re.compile(r"\s*(?:>>>|\.\.\.)\s")
 """A docstring's example line (`>>> iris = sns.load_dataset("iris")`): documentation, not the
 code to change. seaborn-2848's snippet line was found in `clustermap`'s docstring, and the plan
 listed seaborn/matrix.py for it."""
+TEST_DEFINITION_NOTE = "a definition's first line found only in tests: not the code to change"
+"""A task's `def unit(self):` (astropy-13977: the reporter's example class) was found in one
+test file, which a quoted statement would pin as the file to change. A quoted line that says
+what to change runs in the project's source; a test defining the same header is a namesake."""
 _FRAME_LINE = re.compile(r"\s*(?:-+>\s*)?\d+\s+")
 """IPython's `----> 12     code` and `   1263   code`: the code is what follows."""
 _TRACEBACK = ("Traceback (", 'File "', "File '")
@@ -300,6 +304,8 @@ def _placed(
         return Named(written, "line", note="only in examples, docs or vendored files" if hits
                      else message)  # fmt: skip
     source = [h for h in own if roles.get(h.path, "") != "test"]
+    if not source and _DEFINES.match(written):
+        return Named(written, "line", note=TEST_DEFINITION_NOTE)
     files = list(dict.fromkeys(h.path for h in source or own))
     if len(files) > 1:
         shown = ", ".join(f"`{f}`" for f in files[:3])

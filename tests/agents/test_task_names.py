@@ -4,7 +4,12 @@ only an example or the task's own snippet defines is not taken for the project's
 
 import pytest
 
-from agents.investigation.task_names import IMPORT_NOTE, named_files, named_in_task
+from agents.investigation.task_names import (
+    IMPORT_NOTE,
+    TEST_DEFINITION_NOTE,
+    named_files,
+    named_in_task,
+)
 from rag import profile
 from rag.navigation import Navigator
 from rag.paths import FileSet
@@ -152,7 +157,10 @@ LIBRARY = {
     "tools/release.py": "import lib\n\nprint(lib.__name__)\n",
     "lib/zarr.py": "def check(var):\n    return var.dtype==object\n",
     "lib/data.py": 'def load(name):\n    """A dataset.\n\n    >>> ds = lib.load("iris")\n    """\n',
-    "tests/test_sessions.py": "import os\n\nos.environ['LIB_CA_BUNDLE'] = '/x'\n",
+    "tests/test_sessions.py": (
+        "import os\n\nos.environ['LIB_CA_BUNDLE'] = '/x'\n\n\n"
+        "class Duck:\n    def unit(self):\n        return 'm'\n"
+    ),
 }
 
 
@@ -185,6 +193,20 @@ def test_an_import_the_task_quotes_pins_no_file_even_when_one_file_holds_it(libr
     for written in ("import lib", "from lib import hooks"):
         line = next(n for n in items if n.written == written)
         assert (line.found, line.note) == (False, IMPORT_NOTE)
+
+
+def test_a_definition_line_found_only_in_tests_pins_no_file_but_a_statement_does(library):
+    # astropy-13977: the reporter's example class has `def unit(self):`; one test file defines
+    # the same header, and the plan listed that test file to change.
+    paths, nav = library
+    task = (
+        "```python\nclass Duck:\n    def unit(self):\n        return 'm'\n\n"
+        "os.environ['LIB_CA_BUNDLE'] = '/x'\n```\nDuck arrays fail."
+    )
+    items = named_in_task(task, paths, nav)
+    header = next(n for n in items if n.written == "def unit(self):")
+    assert (header.found, header.note) == (False, TEST_DEFINITION_NOTE)
+    assert [path for path, _why in named_files(task, paths, nav)] == ["tests/test_sessions.py"]
 
 
 def test_a_line_in_one_source_file_and_its_tests_pins_the_source_file(library):
