@@ -128,6 +128,12 @@ def _contains(haystack: list[str], needle: list[str]) -> bool:
     return any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
 
 
+def _runs(haystack: list[str], needle: list[str]) -> int:
+    """How many times `needle` is a run of consecutive lines of `haystack` (both folded)."""
+    n = len(needle)
+    return sum(1 for i in range(len(haystack) - n + 1) if haystack[i : i + n] == needle)
+
+
 def unchanged(old: Code, new: Code) -> bool:
     """Whether the definition reads the same, white space folded (a window of it: whether the
     window's lines are still there, in a row)."""
@@ -204,9 +210,10 @@ def sketch_lines(sketch: dict[str, Any]) -> list[str]:
 
 
 def sketch_present(sketch: dict[str, Any], old: Code, new: Code) -> bool:
-    """Whether the new code has the sketch's change: its after-lines there in a row, or every
-    line it adds there (as many times more as it adds it) and every line it removes gone (as
-    many times fewer), white space folded."""
+    """Whether the new code has the sketch's change: its after-lines there in a row (more
+    times than the old code had them: a run that was already there is no sign of the change),
+    or every line it adds there (as many times more as it adds it) and every line it removes
+    gone (as many times fewer), white space folded."""
     before = _folded(str(b) for b in sketch.get("before") or [])
     after = _folded(str(a) for a in sketch.get("after") or [])
     now = _folded(new.lines)
@@ -216,8 +223,11 @@ def sketch_present(sketch: dict[str, Any], old: Code, new: Code) -> bool:
     removed = Counter(before) - Counter(after)
     if not added and not removed:
         return False
-    if added and _contains(now, after) and all(counted[line] < was[line] or was[line] == 0
-                                               for line in removed):  # fmt: skip
+    if (
+        added
+        and _runs(now, after) > _runs(_folded(old.lines), after)
+        and all(counted[line] < was[line] or was[line] == 0 for line in removed)
+    ):
         return True
     if any(counted[line] < was[line] + times for line, times in added.items()):
         return False

@@ -106,6 +106,29 @@ def test_it_says_deviated_with_both_sides_when_the_target_changed_unlike_its_ske
     assert "+    ok = check(user, password.strip())" in first["evidence"][0]["hunk"]
 
 
+def test_a_sketchs_lines_already_in_the_old_code_are_no_sign_the_change_was_made():
+    # The guard the sketch adds is already in `login` (in another branch); the implementation
+    # changed something else there.
+    had = OLD.replace(
+        "    ok = check(user, password)\n",
+        "    if admin(user):\n"
+        "        if too_many(user):\n"
+        "            return False\n"
+        "        ok = check(user, password)\n"
+        "    ok = check(user, password)\n",
+    )
+    step = {**LOGIN_STEP, "code": None}
+    step["target"] = {**LOGIN_STEP["target"], "end": 10}
+    other = had.replace("    return ok", "    return bool(ok)")
+    assert row(verify({"steps": [step]}, diff_of(other, old=had)))["status"] == DEVIATED
+    guarded = had.replace(
+        "\n    ok = check(user, password)\n    return ok",
+        "\n    if too_many(user):\n        return False\n    ok = check(user, password)\n"
+        "    return ok",
+    )
+    assert row(verify({"steps": [step]}, diff_of(guarded, old=had)))["status"] == DONE
+
+
 def test_the_model_is_asked_only_about_a_deviation_and_its_answer_is_labelled():
     asked = []
 
