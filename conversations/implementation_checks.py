@@ -16,6 +16,7 @@ Agent B profile, through the same call policy as every call (budget, trace, time
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -410,15 +411,12 @@ def judge_prompt(task: str, step: dict[str, Any], sketch: list[str], actual: lis
     ]
 
 
-def model_judge(session: PlanningSession, profile: str) -> implementation.Judge:
-    """One small structured call per step, at most MAX_JUDGED per check; a call that cannot
-    be made (outage, budget spent, time limit) leaves the step deviated, with the reason."""
-    from agents.budget import TimeLimitReached  # noqa: PLC0415
-    from agents.providers import get_provider  # noqa: PLC0415
-    from agents.providers.base import CallOptions, ProviderError  # noqa: PLC0415
-    from agents.runtime import SessionStopped  # noqa: PLC0415
-    from agents.turns import BudgetSpent, structured_call  # noqa: PLC0415
-
+def judge_by(
+    ask: Callable[[list[Any]], Equivalence], task: str, errors: tuple[type[Exception], ...]
+) -> implementation.Judge:
+    """The judge of one check: `ask(messages)` makes the one structured call (the session's,
+    or the bench's straight to a provider); at most MAX_JUDGED calls per check; a call failing
+    with one of `errors` leaves the step deviated, with the reason."""
     asked = 0
 
     def judge(step: dict[str, Any], sketch: list[str], actual: list[str]) -> Judgement:
@@ -427,15 +425,35 @@ def model_judge(session: PlanningSession, profile: str) -> implementation.Judge:
             return Judgement(None, "", error=f"not asked: {MAX_JUDGED} steps already were")
         asked += 1
         try:
-            reply = structured_call(
-                session,
-                get_provider(profile),
-                judge_prompt(session.task, step, sketch, actual),
-                Equivalence,
-                CallOptions(max_tokens=JUDGE_TOKENS, temperature=0.0, should_stop=lambda: False),
-            )
-        except (ProviderError, BudgetSpent, TimeLimitReached, SessionStopped) as exc:
+            reply = ask(judge_prompt(task, step, sketch, actual))
+        except errors as exc:
             return Judgement(None, "", error=f"the model could not be asked: {exc}")
         return Judgement(bool(reply.equivalent), " ".join(reply.reason.split())[:300])
 
     return judge
+
+
+def judge_options() -> Any:
+    from agents.providers.base import CallOptions  # noqa: PLC0415
+
+    return CallOptions(max_tokens=JUDGE_TOKENS, temperature=0.0, should_stop=lambda: False)
+
+
+def model_judge(session: PlanningSession, profile: str) -> implementation.Judge:
+    """One small structured call per step on the session's `profile`, charged to its budget
+    and traced (agents.turns.structured_call); a call that cannot be made (outage, budget
+    spent, time limit) leaves the step deviated, with the reason."""
+    from agents.budget import TimeLimitReached  # noqa: PLC0415
+    from agents.providers import get_provider  # noqa: PLC0415
+    from agents.providers.base import ProviderError  # noqa: PLC0415
+    from agents.runtime import SessionStopped  # noqa: PLC0415
+    from agents.turns import BudgetSpent, structured_call  # noqa: PLC0415
+
+    def ask(messages: list[Any]) -> Equivalence:
+        return structured_call(
+            session, get_provider(profile), messages, Equivalence, judge_options()
+        )
+
+    return judge_by(
+        ask, session.task, (ProviderError, BudgetSpent, TimeLimitReached, SessionStopped)
+    )
