@@ -261,9 +261,11 @@ def implementation_checks(plan: Plan) -> list[dict[str, Any]]:
                             "path": e.get("path"),
                             "line": e.get("line") or None,
                             "what": e.get("what"),
+                            "hunk": [str(x) for x in e.get("hunk") or []],
                         }
                         for e in row.get("evidence") or []
                     ],
+                    "sketch": [str(x) for x in row.get("sketch") or []],
                     "judgement": {
                         "equivalent": judgement.get("equivalent"),
                         "reason": _text(judgement.get("reason")),
@@ -314,6 +316,7 @@ def implementation_markdown(checks: list[dict[str, Any]]) -> str:
                 f"{step['number']}. {step['title']} — {_CHECK_WORDS.get(step['status'], '?')}{by}"
                 f": {step['reason']}" + (f" Evidence: {where}." if where else "")
             )
+            out += _step_hunks(step)
         out.append("")
         if check["unplanned"]:
             files = ", ".join(code_span(p) for p in check["unplanned"])
@@ -331,6 +334,29 @@ def implementation_markdown(checks: list[dict[str, Any]]) -> str:
             )
         out.append("")
     return "\n".join(out)
+
+
+def _diff_block(label: str, lines: list[str], pad: str) -> list[str]:
+    """`lines` as a fenced diff inside a list item (indented by `pad`, the width of its
+    number), the fence longer than any run of backticks the code holds."""
+    text = "\n".join(lines)
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return ["", f"{pad}{label}", "", f"{pad}{fence}diff", *(f"{pad}{x}" for x in lines),
+            f"{pad}{fence}"]  # fmt: skip
+
+
+def _step_hunks(step: dict[str, Any]) -> list[str]:
+    """The evidence hunk of a step (the change made to its target), beside its sketch when it
+    has one: what a reader of the export checks the status against."""
+    made = next((e["hunk"] for e in step.get("evidence") or [] if e.get("hunk")), [])
+    if not made:
+        return []
+    pad = " " * len(f"{step['number']}. ")
+    out = _diff_block("The plan's sketch:", step["sketch"], pad) if step.get("sketch") else []
+    out += _diff_block("The change made:", made, pad)
+    return [*out, ""]
 
 
 def plan_with_checks(plan: Plan) -> str:

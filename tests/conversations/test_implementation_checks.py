@@ -341,6 +341,30 @@ def test_the_report_is_exported_with_the_plan(client, user, plan, jobs):
     assert "1. Refuse logins over the limit in `login` — done" in text
 
 
+def test_the_exports_carry_the_hunk_a_status_rests_on_beside_the_sketch(client, user, plan, jobs):
+    client.force_login(user)
+    unlike = AUTH.replace(
+        "    ok = check(user, password)", "    ok = check(user, password.strip())"
+    )
+    post_diff(client, plan, diff(AUTH, unlike), label="other.diff", ask_model="")
+    jobs()
+    data = json.loads(EXPORTS["json"].render(Plan.objects.get(pk=plan.pk)))
+    step = data["implementation_checks"][0]["steps"][0]
+    assert step["status"] == "deviated"
+    assert "+    ok = check(user, password.strip())" in step["evidence"][0]["hunk"]
+    assert step["sketch"] == STEP["sketch"]["hunk"]
+    import jsonschema
+
+    from conversations.exports import schema
+
+    jsonschema.validate(data, schema())
+    url = reverse("conversations:plan_export", args=[plan.session_id, "markdown"])
+    text = client.get(url).content.decode()
+    sketch, made = text.index("The plan's sketch:"), text.index("The change made:")
+    assert sketch < text.index("+    if too_many(user):") < made
+    assert made < text.index("+    ok = check(user, password.strip())")
+
+
 def test_a_share_link_shows_the_report_with_code_only_when_shared(client, user, plan, jobs):
     from conversations import sharing
 
