@@ -544,6 +544,8 @@ def report_of(rows: list[dict[str, Any]]) -> str:
         if loads
         else "| load | n/a |",
         "",
+        "Per instance (statuses in step order):",
+        "",
         "| instance | fix | steps (gold) | real: statuses | unrelated (from) | unrelated: statuses |",
         "|---|---|---|---|---|---|",
     ]
