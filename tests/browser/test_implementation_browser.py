@@ -187,3 +187,7 @@ def test_an_approved_plan_is_checked_against_a_diff_and_newer_versions(server, b
     expect(body).to_contain_text("Check 1: guard.diff (diff)")
     expect(body).to_contain_text(f"1. {STEP} — done")
     expect(body).to_contain_text("Step 1 moved from not done to done since check 3")
+    # A status is exported with the hunk it rests on, beside the step's sketch.
+    expect(body).to_contain_text("The plan's sketch:")
+    expect(body).to_contain_text("The change made:")
+    expect(body).to_contain_text("+        return False")
