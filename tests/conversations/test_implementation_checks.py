@@ -164,6 +164,23 @@ def test_a_diff_that_does_not_apply_fails_with_gits_words_and_keeps_the_plan(
     [
         ("--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-x\n+y\n", "climbs out"),
         ("--- /etc/passwd\n+++ /etc/passwd\n@@ -1 +1 @@\n-x\n+y\n", "absolute path"),
+        (
+            "--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-x\n+y\n",
+            "a path no file can have",
+        ),
+        # A binary hunk, as git writes one, beside a text change that would apply.
+        (
+            "diff --git a/app/auth.py b/app/auth.py\n--- a/app/auth.py\n+++ b/app/auth.py\n"
+            "@@ -1 +1 @@\n-def login(user, password):\n+def login(user, password, ip):\n"
+            "diff --git a/logo.png b/logo.png\nindex 1111111..2222222 100644\n"
+            "GIT binary patch\nliteral 4\nLcmZQzWMBXQ00031\n\nliteral 0\nHcmV?d00001\n",
+            "binary file",
+        ),
+        (
+            "diff --git a/logo.png b/logo.png\nindex 1111111..2222222 100644\n"
+            "Binary files a/logo.png and b/logo.png differ\n",
+            "binary file",
+        ),
         ("\x00\x01binary junk", "NUL bytes"),
         ("hello, no diff here", "No file changes found"),
         ("+" * 1_000_000, "at most"),
