@@ -243,6 +243,27 @@ def test_another_user_cannot_check_or_read_and_a_reviewer_can_read(
     assert post_diff(client, plan, diff(AUTH, FIXED)).status_code == 404
 
 
+def test_a_check_is_reached_only_through_its_own_session(client, user, other_user, plan, jobs):
+    # Mallory owns a session of her own: its id beside Alice's check id opens nothing of Alice's.
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, FIXED))
+    jobs()
+    check = ImplementationCheck.objects.get()
+    ImplementationCheck.objects.filter(pk=check.pk).update(status="failed", error="boom")
+    codebase = Codebase.objects.create(owner=other_user, name="hers", status=Codebase.Status.READY)
+    hers = PlanningSession.objects.create(
+        owner=other_user, codebase=codebase, title="Hers", task="Hers",
+        agent_a_profile="fake", agent_b_profile="fake", status="completed",
+    )  # fmt: skip
+    client.force_login(other_user)
+    detail = reverse("conversations:implementation_check", args=[hers.pk, check.pk])
+    assert client.get(detail).status_code == 404
+    again = reverse("conversations:implementation_again", args=[hers.pk, check.pk])
+    assert client.post(again).status_code == 404
+    check.refresh_from_db()
+    assert check.status == "failed"  # not dispatched again by her
+
+
 def new_version(codebase, text: str, number: int) -> None:
     """What a re-index does: the same rows updated in place, and a version recorded."""
     CodeFile.objects.filter(codebase=codebase, path="app/auth.py").update(
