@@ -560,3 +560,18 @@ def test_a_diff_that_fails_on_a_newer_version_says_so_not_the_plans_version(
         "plan was written"
     )
     assert "plan's version of the code" not in check.error
+
+
+def test_one_check_asks_the_model_about_at_most_max_judged_steps():
+    asked = []
+
+    def ask(messages):
+        asked.append(messages)
+        return implementation_checks.Equivalence(equivalent=True, reason="Same.")
+
+    judge = implementation_checks.judge_by(ask, "Throttle logins", (RuntimeError,))
+    limit = implementation_checks.MAX_JUDGED
+    verdicts = [judge(STEP, ["+a"], ["+b"]) for _ in range(limit + 2)]
+    assert len(asked) == limit
+    assert all(v.equivalent for v in verdicts[:limit])
+    assert verdicts[-1].equivalent is None and "not asked" in verdicts[-1].error
