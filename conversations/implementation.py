@@ -512,6 +512,17 @@ def planned_paths(structured: dict[str, Any]) -> set[str]:
     return found | set(named_tests(structured, steps))
 
 
+def with_shared_code(step: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """A later step on a definition an earlier step shows keeps no code of its own, only
+    `same_code_as` (that step's number, agents.planning.sketching): it is compared with the
+    code that step kept, so a newer version (whose old text is gone) can still be judged."""
+    shared = step.get("same_code_as")
+    if step.get("code") or not isinstance(shared, int) or not 1 <= shared <= len(steps):
+        return step
+    code = steps[shared - 1].get("code")
+    return {**step, "code": code} if isinstance(code, dict) else step
+
+
 def verify(
     structured: dict[str, Any],
     changes: dict[str, FileChange],
@@ -528,7 +539,7 @@ def verify(
     for number, step in enumerate(steps, 1):
         if on_step is not None:  # before the step: a model call may take a minute
             on_step(number, len(steps))
-        rows.append(verify_step(step, number, changes, judge))
+        rows.append(verify_step(with_shared_code(step, steps), number, changes, judge))
     changed = sorted(set(changes) | set(changed_elsewhere))
     planned = planned_paths(structured)
     unplanned = [p for p in changed if p not in planned]

@@ -220,3 +220,19 @@ def test_progress_names_the_step_being_checked_before_it_runs(monkeypatch):
     structured = {"steps": [{"title": "One"}, {"title": "Two"}]}
     implementation.verify(structured, {}, on_step=lambda n, t: seen.append((n, t)))
     assert at_step == [[(1, 2)], [(1, 2), (2, 2)]]
+
+
+def test_a_step_sharing_an_earlier_steps_code_is_judged_on_a_newer_version():
+    # The plan keeps a definition's code under the first step on it; a second step on it
+    # carries only `same_code_as` (agents.planning.sketching).
+    second = {
+        "title": "Log refused logins",
+        "files": ["app/auth.py"],
+        "target": LOGIN_STEP["target"],
+        "same_code_as": 1,
+    }
+    plan = {"steps": [LOGIN_STEP, second]}
+    change = {"app/auth.py": FileChange("app/auth.py", "modified", None, FIXED, old_known=False)}
+    assert row(verify(plan, change), 2)["status"] == DONE
+    unrelated = {"app/auth.py": FileChange("app/auth.py", "modified", None, OTHER, old_known=False)}
+    assert row(verify(plan, unrelated), 2)["status"] == NOT_DONE
