@@ -350,7 +350,7 @@ def _diff_block(label: str, lines: list[str], pad: str) -> list[str]:
 def _step_hunks(step: dict[str, Any]) -> list[str]:
     """The evidence hunk of a step (the change made to its target), beside its sketch when it
     has one: what a reader of the export checks the status against."""
-    made = next((e["hunk"] for e in step.get("evidence") or [] if e.get("hunk")), [])
+    made: list[str] = next((e["hunk"] for e in step.get("evidence") or [] if e.get("hunk")), [])
     if not made:
         return []
     pad = " " * len(f"{step['number']}. ")
