@@ -10,9 +10,11 @@ own code (conversations.implementation_diff.apply, in a child process, then
 conversations.implementation.verify):
 
 - The plan. `--plans grounding`: the plan the grounding bench's session wrote for the instance,
-  read from its SQLite database (the sessions log `--grounding-log`, default
-  var/grounding/sessions-local-1.5b.jsonl, names each "after" session and its data folder;
-  bench/plan_scores.session_data reads the plan, read-only). The truth by name is the grounding
+  read from its SQLite database (the sessions logs `--grounding-log`, by default
+  bench/logs/grounding-1.5b.jsonl and var/grounding/sessions-local-1.5b.jsonl, name each
+  "after" session and its data folder; bench/plan_scores.session_data reads the plan,
+  read-only; a row whose session in that database is not the instance's task is an older
+  run's and is passed over). The truth by name is the grounding
   bench's (plan_scores.targets_gold): a step on a definition the real fix changed was done, a
   step on another definition was not; a step on no definition has no name-level truth and is
   counted apart. `--plans gold`: the plan is built from gold_spans.jsonl, as
@@ -90,7 +92,10 @@ from rag.symbols import extract  # noqa: E402
 
 DEFAULT_LOG = ROOT / "bench" / "logs" / "implementation-check.jsonl"
 DEFAULT_OUT = ROOT / "bench" / "RESULTS-implementation-check.md"
-GROUNDING_LOG = ROOT / "var" / "grounding" / "sessions-local-1.5b.jsonl"
+GROUNDING_LOGS = [
+    ROOT / "bench" / "logs" / "grounding-1.5b.jsonl",  # where this machine's runs log (--log)
+    ROOT / "var" / "grounding" / "sessions-local-1.5b.jsonl",  # grounding.py's own default
+]
 SKETCH_LOG = ROOT / "bench" / "logs" / "sketches.jsonl"
 CORPUS = ROOT / "var" / "swe-dev"
 
@@ -226,32 +231,39 @@ def check(
 # ------------------------------------------------------------------ the plans
 
 
-def grounding_plans(log: Path) -> dict[str, dict[str, Any]]:
+def grounding_plans(logs: list[Path], queries: dict[str, str]) -> dict[str, dict[str, Any]]:
     """instance → the plan its latest logged "after" session of the grounding bench wrote (the
-    task, the structured plan, where it was read), for the sessions whose database is here and
-    holds a plan."""
+    task, the structured plan, where it was read), for the sessions whose database is here,
+    holds a plan, and holds it for that instance's task (`queries`: instance → its text). A
+    grounding run starts a fresh database where older rows of the log still point: their
+    session numbers now name other instances' sessions, and the task tells them apart."""
     found: dict[str, dict[str, Any]] = {}
-    if not log.exists():
-        return found
-    for line in log.read_text().splitlines():
-        if not line.strip():
+    for log in logs:
+        if not log.exists():
             continue
-        row = json.loads(line)
-        if row.get("condition", "after") != "after" or not row.get("session"):
-            continue
-        database = Path(str(row.get("data") or "")) / "bench.sqlite3"
-        if not database.is_file():
-            continue
-        try:
-            data = session_data(database, int(row["session"]))
-        except Exception:  # noqa: BLE001 (a database of another schema, or being written)
-            continue
-        if isinstance(data.get("plan"), dict) and data["plan"].get("steps"):
-            found[row["instance"]] = {
-                "structured": data["plan"], "task": data["task"] or "",
-                "session": row["session"], "database": str(database),
-                "code": row.get("code", ""),
-            }  # fmt: skip
+        for line in log.read_text().splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row.get("condition", "after") != "after" or not row.get("session"):
+                continue
+            database = Path(str(row.get("data") or "")) / "bench.sqlite3"
+            if not database.is_file() or row.get("instance") not in queries:
+                continue
+            try:
+                data = session_data(database, int(row["session"]))
+            except Exception:  # noqa: BLE001 (a database of another schema, or no such session)
+                continue
+            if " ".join(str(data.get("task") or "").split()) != " ".join(
+                queries[row["instance"]].split()
+            ):
+                continue
+            if isinstance(data.get("plan"), dict) and data["plan"].get("steps"):
+                found[row["instance"]] = {
+                    "structured": data["plan"], "task": data["task"] or "",
+                    "session": row["session"], "database": str(database),
+                    "code": row.get("code", ""),
+                }  # fmt: skip
     return found
 
 
@@ -588,7 +600,10 @@ def main() -> None:
     parser.add_argument("--log", type=Path, default=DEFAULT_LOG)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--plans", choices=("auto", "grounding", "gold"), default="auto")
-    parser.add_argument("--grounding-log", type=Path, default=GROUNDING_LOG)
+    parser.add_argument(
+        "--grounding-log", type=Path, action="append", help="default: " + ", ".join(
+            str(p.relative_to(ROOT)) for p in GROUNDING_LOGS)
+    )  # fmt: skip
     parser.add_argument("--profile", default="", help="the model judging deviated steps")
     parser.add_argument("--only", default="", help="comma-separated instance ids")
     parser.add_argument("--report", action="store_true", help="write the report from the log")
@@ -597,8 +612,11 @@ def main() -> None:
     pool = subset(args.per_repo)
     wanted = {r["instance_id"] for r in pool}
     if not args.report:
-        grounded = grounding_plans(args.grounding_log) if args.plans != "gold" else {}
-        print(f"grounding plans: {len(grounded)} from {args.grounding_log}", flush=True)
+        logs = args.grounding_log or GROUNDING_LOGS
+        queries = {r["instance_id"]: str(r.get("query") or "") for r in pool}
+        grounded = grounding_plans(logs, queries) if args.plans != "gold" else {}
+        print(f"grounding plans: {len(grounded)} ({', '.join(sorted(grounded))}) from "
+              f"{', '.join(map(str, logs))}", flush=True)  # fmt: skip
         model = ModelJudge(args.profile) if args.profile else None
         ref = code_ref()
         done = {

@@ -116,11 +116,18 @@ def grounded(tmp_path):
          "data": str(tmp_path / "gone")},
     ]  # fmt: skip
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return bench.grounding_plans(log)
+    # An older run's row: its session number now names app-1's session in a fresh database.
+    older = tmp_path / "older.jsonl"
+    older.write_text(json.dumps(
+        {"instance": "app__app-3", "condition": "after", "session": 7, "data": str(data)}
+    ) + "\n")  # fmt: skip
+    queries = {"app__app-1": " Throttle\r\nlogins", "app__app-2": "q", "app__app-3": "Other"}
+    return bench.grounding_plans([log, older, tmp_path / "none.jsonl"], queries)
 
 
 def test_the_grounding_benchs_latest_plan_is_read_from_its_database(grounded):
-    assert set(grounded) == {"app__app-1"}  # app-2's database is not here
+    # app-2's database is not here; app-3's row names a session of another task.
+    assert set(grounded) == {"app__app-1"}
     assert grounded["app__app-1"]["structured"] == PLAN
     assert grounded["app__app-1"]["task"] == "Throttle logins"
 
