@@ -286,6 +286,20 @@ def diff_changes(text: str, plan: Plan) -> tuple[dict[str, FileChange], list[str
     if missing:
         named = ", ".join(f"`{p}`" for p in missing[:5])
         raise DiffRefused(f"The diff changes {named}, which the codebase does not have.")
+    # A file the diff creates is applied to a tree without it; `git apply` on the codebase
+    # would refuse it, and the report would call an existing file added.
+    created = sorted({t.new for t in touched if t.old is None and t.new} - set(olds))
+    there = list(
+        CodeFile.objects.filter(codebase=plan.session.codebase, path__in=created).values_list(
+            "path", flat=True
+        )
+    )
+    if there:
+        named = ", ".join(f"`{p}`" for p in sorted(there)[:5])
+        raise DiffRefused(
+            f"The diff creates {named}, which the codebase already has: write it as a change "
+            "to that file."
+        )
     recorded = (stale.snapshot_of(plan) or {}).get("files") or {}
     shas = dict(
         CodeFile.objects.filter(codebase=plan.session.codebase, path__in=olds).values_list(

@@ -544,6 +544,17 @@ def test_a_diff_that_only_deletes_a_file_applies():
     assert apply(deleted, {"app/views.py": "a = 1\n"}) == {"app/views.py": None}
 
 
+def test_a_diff_creating_a_file_the_codebase_has_fails_and_calls_nothing_added(
+    client, user, plan, jobs
+):
+    client.force_login(user)
+    post_diff(client, plan, "--- /dev/null\n+++ b/app/views.py\n@@ -0,0 +1 @@\n+b = 2\n")
+    jobs()
+    check = ImplementationCheck.objects.get()
+    assert check.status == "failed" and check.report == {}
+    assert "creates `app/views.py`, which the codebase already has" in check.error
+
+
 def test_a_diff_that_fails_on_a_newer_version_says_so_not_the_plans_version(
     client, user, codebase, plan, jobs
 ):
