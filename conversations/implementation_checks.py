@@ -316,6 +316,10 @@ def diff_changes(text: str, plan: Plan) -> tuple[dict[str, FileChange], list[str
         if moved_on
         else []
     )
+    if "\r\n" in text and not any("\r" in content for content in rows.values()):
+        # A diff saved on Windows (an uploaded .patch) against files with LF line breaks: its
+        # CRs are the editor's, not the code's, and git would find no line to match.
+        text = text.replace("\r\n", "\n")
     try:
         after = apply(text, rows)
     except DiffRefused as refused:

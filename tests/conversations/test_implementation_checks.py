@@ -518,6 +518,20 @@ def test_an_uploaded_diff_file_is_checked_under_its_name(client, user, plan, job
     assert check.label == "guard.patch" and check.report["steps"][0]["status"] == "done"
 
 
+def test_an_uploaded_diff_saved_with_crlf_applies_to_lf_files(client, user, plan, jobs):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client.force_login(user)
+    url = reverse("conversations:implementation_new", args=[plan.session_id])
+    saved = diff(AUTH, FIXED).replace("\n", "\r\n").encode()
+    upload = SimpleUploadedFile("guard.patch", saved)
+    client.post(url, {"version": 1, "source": "diff", "diff_file": upload})
+    jobs()
+    check = ImplementationCheck.objects.get()
+    assert check.status == "done", check.error
+    assert check.report["steps"][0]["status"] == "done"
+
+
 def test_a_check_whose_job_died_shows_as_stalled_and_runs_again(client, user, plan, jobs):
     from datetime import timedelta
 
