@@ -380,12 +380,15 @@ def _definition_step(
     out["status"] = DEVIATED
     out["reason"] = f"`{name}` changed, but not in the lines the sketch shows."
     if judge is not None:
-        verdict = judge(step, out["sketch"], actual)
+        # The model reads what the report shows it read: a long rewrite's first lines, not
+        # thousands (a prompt past the local model's window, minutes on two cores).
+        read = _clipped(actual)
+        verdict = judge(step, out["sketch"], read)
         out["judgement"] = {
             "equivalent": verdict.equivalent,
             "reason": verdict.reason,
             "error": verdict.error,
-            "hunk": _clipped(actual),
+            "hunk": read,
         }
         if verdict.equivalent:
             out["status"], out["by"] = DONE, "model"

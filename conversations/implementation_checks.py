@@ -41,6 +41,10 @@ STALLED_AFTER = timedelta(minutes=10)
 JUDGE_TOKENS = 200
 MAX_JUDGED = 8
 """Steps one check asks the model about; the rest stay deviated, and say so."""
+MAX_TASK_CHARS = 1500
+"""The task's text in a judgement's prompt: the step and the two hunks are what it judges, and
+an issue pasted whole (5,800 characters for seaborn-2848) is most of a prompt the local model
+reads at about 8 ms a token."""
 
 
 class CheckError(Exception):
@@ -410,6 +414,8 @@ def judge_prompt(task: str, step: dict[str, Any], sketch: list[str], actual: lis
     from agents.providers.base import ChatMessage  # noqa: PLC0415
     from agents.sketches import fenced  # noqa: PLC0415
 
+    if len(task) > MAX_TASK_CHARS:
+        task = task[:MAX_TASK_CHARS].rstrip() + " …"
     text = "\n".join(
         [
             f"Task: {task}",

@@ -600,3 +600,15 @@ def test_one_check_asks_the_model_about_at_most_max_judged_steps():
     assert len(asked) == limit
     assert all(v.equivalent for v in verdicts[:limit])
     assert verdicts[-1].equivalent is None and "not asked" in verdicts[-1].error
+
+
+def test_a_judgements_prompt_carries_at_most_max_task_chars_of_the_task():
+    limit = implementation_checks.MAX_TASK_CHARS
+    task = "word " * limit
+    prompt = implementation_checks.judge_prompt(task, STEP, ["+a"], ["+b"])
+    line = next(x for x in prompt[-1].content.splitlines() if x.startswith("Task: "))
+    assert len(line) <= len("Task: ") + limit + 2 and line.endswith(" …")
+    assert (
+        "Task: short one"
+        in implementation_checks.judge_prompt("short one", STEP, [], [])[-1].content
+    )

@@ -236,3 +236,23 @@ def test_a_step_sharing_an_earlier_steps_code_is_judged_on_a_newer_version():
     assert row(verify(plan, change), 2)["status"] == DONE
     unrelated = {"app/auth.py": FileChange("app/auth.py", "modified", None, OTHER, old_known=False)}
     assert row(verify(plan, unrelated), 2)["status"] == NOT_DONE
+
+
+def test_the_model_reads_at_most_the_hunk_the_report_shows_it_read():
+    from conversations.implementation import MAX_HUNK_LINES
+
+    body = "".join(f"    x{i} = {i}\n" for i in range(300))
+    old = f"def login(user, password):\n{body}    return ok\n"
+    new = old.replace(" = ", " == ")
+    read = []
+
+    def judge(step, sketch, actual):
+        read.append(actual)
+        return Judgement(False, "Not the guard.")
+
+    step = {**LOGIN_STEP, "code": None}
+    step["target"] = {**LOGIN_STEP["target"], "end": 302}
+    first = row(verify({"steps": [step]}, diff_of(new, old=old), judge=judge))
+    assert first["status"] == DEVIATED
+    assert len(read[0]) == MAX_HUNK_LINES + 1 and read[0][-1].startswith("… ")
+    assert first["judgement"]["hunk"] == read[0]
