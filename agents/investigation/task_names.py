@@ -79,7 +79,11 @@ test file, which a quoted statement would pin as the file to change. A quoted li
 what to change runs in the project's source; a test defining the same header is a namesake."""
 _FRAME_LINE = re.compile(r"\s*(?:-+>\s*)?\d+\s+")
 """IPython's `----> 12     code` and `   1263   code`: the code is what follows."""
+_FAILING_LINE = re.compile(r"\s*-+>\s*\d+\s+\S")
+"""IPython's arrow: the line of a frame that was running when the error was raised."""
 _TRACEBACK = ("Traceback (", 'File "', "File '")
+_HEADER = "Traceback (most recent call last)"
+"""Also in IPython's `KeyError        Traceback (most recent call last)`: not code."""
 
 
 @dataclass(frozen=True)
@@ -146,13 +150,13 @@ def named_in_task(
     through `navigator.find_symbol`, so an inherited method resolves to its mixin). Found
     items come first, in KINDS order and then as the task writes them; at most `limit`."""
     text = task[:MAX_TASK]
-    prose, blocks = _split_code(text)
+    prose, blocks, failing = _split_code(text)
     spans = _INLINE.findall(prose)
     assigned = {m[1] for line in blocks if (m := _ASSIGNED.match(line))}
     roles = navigator.roles()
     scopes = {part.lower() for p in paths for part in PurePosixPath(p).with_suffix("").parts}
     found = [
-        *_lines(spans, blocks, navigator, roles),
+        *_lines(spans, blocks, navigator, roles, failing),
         *_paths(prose, spans, paths, navigator),
         *_names(prose, spans, assigned, scopes, navigator, roles),
     ]
@@ -206,7 +210,7 @@ def example_names(task: str) -> set[str]:
     functions' parameters and the names they assign (`class C`, `def __init__(self, a)`,
     `iris = …`). The reporter's example, not the codebase's: looking them up in the codebase
     finds nothing, or something else of the same name."""
-    _prose, blocks = _split_code(task[:MAX_TASK])
+    _prose, blocks, _failing = _split_code(task[:MAX_TASK])
     names: set[str] = set()
     for line in blocks:
         defined = _DEFINES.match(line)
@@ -227,11 +231,15 @@ def example_names(task: str) -> set[str]:
 # Reading the task -------------------------------------------------------------------------
 
 
-def _split_code(text: str) -> tuple[str, list[str]]:
-    """(the prose, the code lines of its fenced and indented blocks). Diff markers, IPython's
-    frame arrows and traceback headers are taken off the code lines."""
+def _split_code(text: str) -> tuple[str, list[str], list[str]]:
+    """(the prose, the code lines of its fenced and indented blocks, the lines tracebacks
+    show failing). Diff markers, IPython's frame arrows and traceback headers are taken off the
+    code lines. The failing lines are each frame's running line (under `File "…", line 9, in
+    f`, or at IPython's `---->` arrow), innermost first: the last frame of the last traceback
+    is where the error was raised."""
     prose: list[str] = []
     code: list[str] = []
+    failing: list[str] = []
     fence = ""
     diff = False
     indented = False
@@ -255,15 +263,17 @@ def _split_code(text: str) -> tuple[str, list[str]]:
         else:
             prose.append(line)
             indented = indented and not line.strip()
+        if (frame_source or _FAILING_LINE.match(line)) and code and code[-1]:
+            failing.append(code[-1])
         previous = line
-    return "\n".join(prose), [c for c in code if c]
+    return "\n".join(prose), [c for c in code if c], failing[::-1]
 
 
 def _code_line(line: str, diff: bool) -> str:
     stripped = line.strip()
     if diff and stripped[:1] in ("+", "-") and stripped[:3] not in ("+++", "---"):
         stripped = stripped[1:].strip()
-    if stripped.startswith(_TRACEBACK):
+    if stripped.startswith(_TRACEBACK) or _HEADER in stripped:
         return ""
     frame = _FRAME_LINE.match(line)
     if frame and frame.end() < len(line):
@@ -275,9 +285,18 @@ def _code_line(line: str, diff: bool) -> str:
 
 
 def _lines(
-    spans: list[str], blocks: list[str], navigator: Navigator, roles: dict[str, str]
+    spans: list[str],
+    blocks: list[str],
+    navigator: Navigator,
+    roles: dict[str, str],
+    failing: list[str],
 ) -> Iterator[Named]:
-    quoted = [s.strip() for s in spans if verbatim.statement(s)]
+    """The quoted lines looked up, at most MAX_LINES: the lines a traceback shows failing
+    first (innermost first), then the prose's inline code, then the code blocks'. seaborn-2848's
+    reproduction snippet and IPython's header took all six lookups, and the line its traceback
+    fails at (`if np.isnan(key):`, in the one method that holds it) was never looked up."""
+    quoted = [line for line in failing if verbatim.statement(line)]
+    quoted += [s.strip() for s in spans if verbatim.statement(s)]
     quoted += [line for line in blocks if verbatim.statement(line)]
     for written in list(dict.fromkeys(quoted))[:MAX_LINES]:
         if _IMPORT.match(written):
@@ -315,7 +334,10 @@ def _placed(
             note=f"in {len(files)} files ({shown}{more}), so it does not say which to change",
         )  # fmt: skip
     hit = (source or own)[0]
-    around = _enclosing(navigator, hit.path, hit.line)
+    # A line the file holds in two definitions (`p.plot(ax, kwargs)` closes both lineplot and
+    # scatterplot) says which file, not which definition.
+    enclosing = {_enclosing(navigator, h.path, h.line) for h in source or own}
+    around = enclosing.pop() if len(enclosing) == 1 else ""
     if around:
         return Named(
             written, "line", hit.path, hit.line, hit.line, around, note=message,

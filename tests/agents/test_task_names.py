@@ -157,6 +157,25 @@ LIBRARY = {
     "tools/release.py": "import lib\n\nprint(lib.__name__)\n",
     "lib/zarr.py": "def check(var):\n    return var.dtype==object\n",
     "lib/data.py": 'def load(name):\n    """A dataset.\n\n    >>> ds = lib.load("iris")\n    """\n',
+    "lib/mapping.py": (
+        "class Mapping:\n"
+        "    def lookup(self, key):\n"
+        "        return self.table[key]\n"
+        "\n"
+        "\n"
+        "class HueMapping(Mapping):\n"
+        "    def lookup(self, key):\n"
+        "        try:\n"
+        "            return self.table[key]\n"
+        "        except KeyError:\n"
+        "            if np.isnan(key):\n"
+        "                return (0, 0, 0, 0)\n"
+        "            raise\n"
+    ),
+    "lib/plots.py": (
+        "def lineplot(p, ax, kwargs):\n    p.plot(ax, kwargs)\n\n\n"
+        "def scatterplot(p, ax, kwargs):\n    p.plot(ax, kwargs)\n"
+    ),
     "tests/test_sessions.py": (
         "import os\n\nos.environ['LIB_CA_BUNDLE'] = '/x'\n\n\n"
         "class Duck:\n    def unit(self):\n        return 'm'\n"
@@ -207,6 +226,66 @@ def test_a_definition_line_found_only_in_tests_pins_no_file_but_a_statement_does
     header = next(n for n in items if n.written == "def unit(self):")
     assert (header.found, header.note) == (False, TEST_DEFINITION_NOTE)
     assert [path for path, _why in named_files(task, paths, nav)] == ["tests/test_sessions.py"]
+
+
+# seaborn-2848: six statements of the reproduction and IPython's header filled the lookups,
+# and the line the traceback fails at, which one method holds, was never looked up.
+IPYTHON_TASK = """It fails:
+```python
+import lib
+a = lib.load("iris")
+b = lib.Grid(a, rows=["x", "y"])
+b.map(lib.scatter, hue=a["species"])
+b.map(lib.reg, scatter=False)
+c = b.figure
+d = c.axes
+```
+```
+---------------------------------------------------------------------------
+KeyError                                  Traceback (most recent call last)
+~/site-packages/lib/plots.py in scatterplot(p, ax, kwargs)
+      4
+----> 5     p.plot(ax, kwargs)
+
+~/site-packages/lib/mapping.py in lookup(self, key)
+     10         except KeyError:
+---> 11             if np.isnan(key):
+     12                 return (0, 0, 0, 0)
+
+TypeError: ufunc 'isnan' not supported
+```
+"""
+
+
+def test_the_line_a_traceback_fails_at_is_looked_up_first_and_pins_its_definition(library):
+    paths, nav = library
+    items = named_in_task(IPYTHON_TASK, paths, nav)
+    lines = [n for n in items if n.kind == "line"]
+    assert (lines[0].written, lines[0].path, lines[0].line, lines[0].qualified_name) == (
+        "if np.isnan(key):",
+        "lib/mapping.py",
+        11,
+        "HueMapping.lookup",
+    )
+    assert lines[0].tool == "find_symbol"
+
+
+def test_ipythons_traceback_header_is_not_a_quoted_line(library):
+    paths, nav = library
+    task = "```\nKeyError            Traceback (most recent call last)\n----> 5 x = f(y)\n```"
+    assert [n.written for n in named_in_task(task, paths, nav) if n.kind == "line"] == ["x = f(y)"]
+
+
+def test_a_line_one_file_holds_in_two_definitions_pins_the_file_not_a_definition(library):
+    paths, nav = library
+    items = named_in_task(IPYTHON_TASK, paths, nav)
+    line = next(n for n in items if n.written == "p.plot(ax, kwargs)")
+    assert (line.path, line.line, line.qualified_name, line.tool) == (
+        "lib/plots.py",
+        2,
+        "",
+        "read_file",
+    )
 
 
 def test_a_line_in_one_source_file_and_its_tests_pins_the_source_file(library):
