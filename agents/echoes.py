@@ -205,6 +205,32 @@ def without_copied_sentences(text: str, source: str) -> str:
     return " ".join(kept).strip()
 
 
+def without_looping(text: str) -> str:
+    """`text` without the sentences that say an earlier sentence of it again, word for word,
+    and, once one did, without a last fragment that starts one of them again: a small model that
+    loops writes the same sentence until its tokens run out (seaborn-2848's 1.5B summary said
+    "The changes are done in … first, followed by …" three times and stopped mid-word)."""
+    sentences = _SENTENCE_END.split(text[:MAX_CHARS])
+    if len(sentences) < 2:
+        return text
+    seen: list[tuple[str, ...]] = []
+    kept: list[str] = []
+    for n, sentence in enumerate(sentences):
+        words = tuple(_WORD.findall(sentence.lower()))
+        if words and words in seen:
+            continue
+        cut = (
+            n == len(sentences) - 1
+            and len(kept) < n
+            and not sentence.rstrip().endswith((".", "!", "?", ";", ")", "`"))
+        )
+        if cut and len(words) > 1 and any(w[: len(words) - 1] == words[:-1] for w in seen):
+            continue
+        seen.append(words)
+        kept.append(sentence)
+    return " ".join(kept).strip() if len(kept) < len(sentences) else text
+
+
 _WHERE = re.compile(
     r"\S*[/\\]\S*"  # a path, a citation
     r"|\S+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|rb|c|h|cpp)\b\S*"

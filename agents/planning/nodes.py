@@ -29,6 +29,7 @@ from agents.echoes import (
     with_targets_from,
     without_copied_sentences,
     without_looking_steps,
+    without_looping,
     without_repeated_steps,
     without_unchanging_steps,
 )
@@ -757,6 +758,26 @@ def _cited_line(step: dict[str, Any]) -> int | None:
     return None
 
 
+def _without_loops(data: dict[str, Any]) -> dict[str, Any]:
+    """The summary, Decisions, Testing, Risks and each step's detail with a looping model's
+    repeated sentences taken out (`echoes.without_looping`)."""
+    out = dict(data)
+    for key in ("summary", "decisions", "testing", "risks"):
+        value = out.get(key)
+        if isinstance(value, str):
+            out[key] = without_looping(value)
+        elif isinstance(value, list):
+            out[key] = [without_looping(v) if isinstance(v, str) else v for v in value]
+    if isinstance(out.get("steps"), list):
+        out["steps"] = [
+            {**s, "detail": without_looping(s["detail"])}
+            if isinstance(s, dict) and isinstance(s.get("detail"), str)
+            else s
+            for s in out["steps"]
+        ]
+    return out
+
+
 def without_copies(
     data: dict[str, Any], request: str, test_command: str, checks: list[str] | None = None
 ) -> dict[str, Any]:
@@ -769,7 +790,7 @@ def without_copies(
     models appended them to each step, reason and test. A decision or risk that copies the
     summary is taken out too."""
     prose = ("summary", "decisions", "testing", "risks")  # a proposal has only the summary
-    out = _without_checks(dict(data), "\n".join(checks or []))
+    out = _without_loops(_without_checks(dict(data), "\n".join(checks or [])))
     for key in prose:
         value = out.get(key)
         if isinstance(value, str) and is_copied(value, request):

@@ -154,3 +154,31 @@ def test_a_step_repeated_in_decisions_testing_risks_and_the_next_step_is_said_on
     assert plan["testing"] == [
         "Add a test that reproduces the task's problem and fails before the change; run `pytest`."
     ]
+
+
+# seaborn-2848 on local-1.5b: the summary said its last sentence three times and stopped
+# mid-word, and the plan page showed all of it.
+LOOPING = (
+    "The proposal changes `seaborn/_oldcore.py` to handle categorical hue. "
+    "The changes are done in `seaborn/categorical.py` first, followed by `seaborn/utils.py`. "
+    "The changes are done in `seaborn/categorical.py` first, followed by `seaborn/utils.py`. "
+    "The changes are done in `seaborn/categorical.py` first, followed by `seabор"
+)
+
+
+def test_a_summary_that_loops_keeps_each_sentence_once_and_drops_the_cut_repeat():
+    plan = without_copies(
+        {"summary": LOOPING, "steps": [{"title": "Fix", "detail": LOOPING}]}, REQUEST, "pytest"
+    )
+    once = (
+        "The proposal changes `seaborn/_oldcore.py` to handle categorical hue. "
+        "The changes are done in `seaborn/categorical.py` first, followed by `seaborn/utils.py`."
+    )
+    assert plan["summary"] == once
+    assert plan["steps"][0]["detail"] == once
+
+
+def test_text_that_does_not_loop_is_kept_as_written_even_when_it_ends_mid_sentence():
+    text = "Change `f` in `a.py`. Then add a test for the empty case. Also update the"
+    plan = without_copies({"summary": text, "steps": []}, REQUEST, "pytest")
+    assert plan["summary"] == text
