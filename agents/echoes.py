@@ -168,22 +168,54 @@ def is_copied(text: str, instructions: str) -> bool:
 
 
 def without_repeated_steps(data: dict[str, Any]) -> dict[str, Any]:
-    """`data` (a proposal or plan) without the steps that repeat an earlier one word for word:
-    the 0.5B model writes the same step three times when it has one idea."""
+    """`data` (a proposal or plan) without the steps that say nothing an earlier step on the
+    same definition did not say, places aside (`_said`): the 0.5B model writes the same step
+    three times when it has one idea, and on astropy-13977 the 1.5B model wrote "Modify
+    `Quantity.__array_ufunc__()` in <file>" for seven files, one step each, every one changing
+    the one method in quantity.py and saying nothing more. The Files rows whose reason is such
+    a step's words, for files no kept step touches, go with them (`_borrowed_reasons`)."""
     steps = data.get("steps")
     if not isinstance(steps, list):
         return data
-    seen: set[str] = set()
+    earlier: list[tuple[str, set[str]]] = []
     kept = []
+    dropped = []
     for step in steps:
         if isinstance(step, dict):
-            said = " ".join(_WORD.findall(f"{step.get('title', '')} {step.get('detail', '')}"))
-            key = said.lower()
-            if key and key in seen:
+            symbol = str(step.get("symbol") or "").strip()
+            words = _said(step)
+            if any(words <= theirs and symbol in (mine, "", "none") for mine, theirs in earlier):
+                dropped.append(step)
                 continue
-            seen.add(key)
+            earlier.append((symbol, words))
         kept.append(step)
-    return {**data, "steps": kept} if len(kept) < len(steps) else data
+    if not dropped:
+        return data
+    return {**data, "steps": kept, "files": _borrowed_reasons(data.get("files"), kept, dropped)}
+
+
+def _said(step: dict[str, Any]) -> set[str]:
+    """The words a step's title and detail say, its places (paths, citations, "in", "see")
+    aside."""
+    text = f"{step.get('title', '')} {step.get('detail', '')}"[:MAX_CHARS]
+    return {w.lower() for w in _SAYING.findall(_WHERE.sub(" ", text))}
+
+
+def _borrowed_reasons(files: Any, kept: list[Any], dropped: list[dict[str, Any]]) -> Any:
+    """`files` without the rows for a file that no kept step lists, whose reason is a step's
+    own words: the row said why a dropped step touched it, and that step said nothing."""
+    if not isinstance(files, list):
+        return files
+    touched = {str(f).strip() for s in kept if isinstance(s, dict) for f in s.get("files") or []}
+    steps_said = [_said(s) for s in [*kept, *dropped] if isinstance(s, dict)]
+    out = []
+    for row in files:
+        if isinstance(row, dict) and str(row.get("path", "")).strip() not in touched:
+            reason = {w.lower() for w in _SAYING.findall(_WHERE.sub(" ", str(row.get("reason"))))}
+            if reason and any(reason <= said for said in steps_said):
+                continue
+        out.append(row)
+    return out
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")

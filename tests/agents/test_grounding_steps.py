@@ -299,6 +299,53 @@ def test_a_step_repeated_word_for_word_is_dropped():
     ]
 
 
+def test_steps_that_say_nothing_more_about_the_same_definition_go_with_their_borrowed_files():
+    # astropy-13977 on local-1.5b: one step per file, each "Modify `Quantity.__array_ufunc__()`
+    # in <file>", all changing the one method in quantity.py; Files gave each file step 1's words.
+    said = "Return `NotImplemented` from `Quantity.__array_ufunc__()` when inputs are incompatible."
+    title = "Modify `Quantity.__array_ufunc__()` in `{}`"
+    first = {
+        "title": title.format("astropy/units/quantity.py"),
+        "symbol": "Quantity.__array_ufunc__",
+        "detail": said + " [E1] astropy/units/quantity.py:612-635",
+        "files": ["astropy/units/quantity.py"],
+    }
+    echoes = [
+        {
+            "title": title.format(path),
+            "symbol": "Quantity.__array_ufunc__",
+            "detail": "(see `astropy/units/quantity.py:612-651` [E1])",
+            "files": [path, "astropy/units/quantity.py"],
+        }
+        for path in ("astropy/coordinates/angles.py", "astropy/modeling/core.py")
+    ]
+    test = {
+        "title": "Test the new return",
+        "symbol": "Quantity.__array_ufunc__",
+        "detail": "Add a test that a duck array's `__radd__` is called.",
+        "files": ["astropy/units/tests/test_quantity.py"],
+    }
+    files = [
+        {"path": p, "action": "modify", "reason": said}
+        for p in ("astropy/units/quantity.py", "astropy/coordinates/angles.py",
+                  "astropy/modeling/core.py")
+    ] + [{"path": "astropy/units/core.py", "action": "modify", "reason": "Its units."}]  # fmt: skip
+    kept = without_repeated_steps({"steps": [first, *echoes, test], "files": files})
+    assert kept["steps"] == [first, test]
+    assert [f["path"] for f in kept["files"]] == [
+        "astropy/units/quantity.py",
+        "astropy/units/core.py",
+    ]
+
+
+def test_steps_on_other_definitions_or_saying_more_are_kept():
+    a = step("Change the parser to accept None.", ["todo/api.py"])
+    b = {**step("Change the parser to accept None.", ["todo/cli.py"]), "symbol": "cli_main"}
+    c = step("Change the parser to accept None and empty strings.", ["todo/api.py"])
+    data = {"steps": [{**a, "symbol": "parse"}, b, {**c, "symbol": "parse"}], "files": []}
+    assert without_repeated_steps(data) is data
+
+
 def plan_draft(path):
     return {
         "summary": "Expire tokens after a day.",
