@@ -280,7 +280,37 @@ def check(first: str, count: int, after: list[str], code: Excerpt) -> Checked:
             "sketch changes nothing."
         )
     problems += _repeats(before, after)
+    problems += _kept_twice(code, end, before, after)
     return Checked(before, code.start + at, problems, list(after))
+
+
+def _same_code(line: str) -> str:
+    """A line folded and with its quotes made one kind: how a rewritten copy of a code line is
+    recognised (the 1.5B model wrote `x = data['x']` for `x = data["x"]`)."""
+    return fold(line).replace("'", '"')
+
+
+def _kept_twice(code: Excerpt, end: int, before: list[str], after: list[str]) -> list[str]:
+    """The problem with an "after" that writes again lines the code keeps below the span: the
+    definition would hold them twice. seaborn-3010's sketch replaced `x = data["x"]` with the
+    whole body of `_fit_predict` and left the body in place under it. Lines the span replaces,
+    and short ones (`else:`, `return x`), are not counted; one line alone is not a problem."""
+    below: dict[str, int] = {}
+    for n in range(end + 1, len(code.lines)):
+        line = _same_code(code.lines[n])
+        if len(line) >= MIN_REPEATED_CHARS and offered(code.lines[n], code.language):
+            below.setdefault(line, n)
+    replaced = {_same_code(b) for b in before}
+    again = sorted(
+        {below[line] for a in after if (line := _same_code(a)) in below and line not in replaced}
+    )
+    if len(again) < 2:
+        return []
+    first, last = code.start + again[0], code.start + again[-1]
+    return [
+        f"The after lines write lines {first}-{last} of the code again, but those lines stay "
+        "below the change: count them in the lines it replaces, or leave them out."
+    ]
 
 
 def _under(code: Excerpt, end: int, added: list[str]) -> list[str]:

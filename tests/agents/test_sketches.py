@@ -20,8 +20,8 @@ from agents.sketches import (
     sketch_schema,
     syntax_problem,
     unbound_problem,
-    with_blank_lines,
     window,
+    with_blank_lines,
 )
 from agents.turns import agent_for
 from rag.paths import FileSet
@@ -676,3 +676,28 @@ def test_a_second_step_on_the_same_definition_points_at_the_first_and_is_not_ske
     markdown = render_plan({"steps": [first, second]}, FileSet([path]))
     assert markdown.count("Current code of `issue`") == 1
     assert "   Changes `issue`, whose code and sketch are under step 1." in markdown
+
+
+def test_a_sketch_that_writes_again_the_lines_it_keeps_below_is_a_problem():
+    # seaborn-3010 on local-1.5b: `x = data["x"]` replaced by the whole body, quotes changed,
+    # and the body left below it.
+    after = [
+        "        x = data['x']",
+        "        y = data['y']",
+        "        if x.nunique() <= self.order:",
+        "            # TODO warn?",
+        "            xx = yy = []",
+        "        else:",
+        "            p = np.polyfit(x, y, self.order)",
+        "            xx = np.linspace(x.min(), x.max(), self.gridsize)",
+        "            yy = np.polyval(p, xx)",
+        "            return pd.DataFrame(dict(x=xx, y=yy))",
+    ]
+    checked = check('x = data["x"]', 1, after, FIT)
+    assert checked.before == ['        x = data["x"]']
+    assert checked.problems == [
+        "The after lines write lines 25-34 of the code again, but those lines stay below the "
+        "change: count them in the lines it replaces, or leave them out."
+    ]
+    one = check('x = data["x"]', 1, ["        x = data['x'].dropna()"], FIT)
+    assert one.problems == []
