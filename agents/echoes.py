@@ -370,8 +370,8 @@ def with_targets_from(
 # "Look up hue levels" change code.
 _LOOKING = re.compile(
     r"^\W*(?:step\s*\d+\W*)?(?:identify|identifying|understand|understanding|investigate|"
-    r"locate|review|analy[sz]e|examine|explore|research|"
-    r"xác định|tìm hiểu|phân tích|xem xét)\b",
+    r"locate|review|analy[sz]e|examine|explore|research|find|finding|inspect|look\s+(?:at|for|"
+    r"into)|xác định|tìm|phân tích|xem xét)\b",
     re.IGNORECASE,
 )
 
