@@ -135,6 +135,17 @@ def window(
     if end - start + 1 > EXCERPT_LINES:
         if near is not None and start <= near <= end:
             first = max(start, min(near - EXCERPT_LINES // 2, end - EXCERPT_LINES + 1))
+        elif language == "python":
+            # A docstring that fills half the window leaves the model no code to change but
+            # the header, and the sketch then went between the header and the docstring
+            # (xarray-3095's `Dataset.copy`, whose 60 lines shown were all docstring): the
+            # window starts at the docstring's closing line instead.
+            whole = Excerpt(
+                path, name, start, tuple(lines[start - 1 : end]), (start, end), language
+            )
+            closing = start + _header_end(whole, 0)
+            if closing - start + 1 > EXCERPT_LINES // 2:
+                first = max(start, min(closing, end - EXCERPT_LINES + 1))
         last = first + EXCERPT_LINES - 1
     else:
         last = end

@@ -701,3 +701,22 @@ def test_a_sketch_that_writes_again_the_lines_it_keeps_below_is_a_problem():
     ]
     one = check('x = data["x"]', 1, ["        x = data['x'].dropna()"], FIT)
     assert one.problems == []
+
+
+def test_a_long_definition_whose_docstring_fills_half_the_window_is_shown_from_its_end():
+    # xarray-3095: the 60 lines shown of `Dataset.copy` were all docstring, and the sketch put
+    # its new lines between the header and the docstring.
+    doc = ['        """Returns a copy.', *["        Some words."] * 40, '        """']
+    lines = [
+        "    def copy(self, deep=False):",
+        *doc,
+        *["        x = x + 1"] * 80,
+        "        return x",
+    ]
+    code = window("a.py", "Dataset.copy", lines, (1, len(lines)), "python")
+    assert code is not None and code.start == 43 and code.lines[0] == '        """'
+    checked = check('"""', 1, ["        if deep:", "            x = 2"], code)
+    assert checked.problems == [] and checked.start == 43
+    short = ['        """Returns a copy."""', *["        x = x + 1"] * 80]
+    kept = window("a.py", "f", ["    def f(self):", *short], (1, 82), "python")
+    assert kept is not None and kept.start == 1
