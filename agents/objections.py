@@ -79,6 +79,13 @@ _SELF = {
         r"continue|understand|access|say|tell|judge|do (?:this|that|so))",
         r"i (?:do not|don[’']t) have",
         r"i (?:would |will )?need (?:more|additional|further|the full|to see|access|enough)",
+        # The same lack said of what the reviewer was given (pylint-4604, xarray-3095 on
+        # local-1.5b: "The code context provided does not contain any relevant information
+        # about `pylint/checkers/imports.py`", "The code context provided is untrusted data").
+        r"(?:code )?context(?: provided)? (?:does not|doesn[’']t|do not|don[’']t) (?:provide|"
+        r"contain|include|give|have|offer|mention)(?: any)?(?: relevant| specific| enough| "
+        r"sufficient| useful)? (?:information|details|context|documentation|comments)",
+        r"(?:code )?context(?: provided)? (?:is|are) untrusted",
     ),
     "vi": _words(
         r"(?:toi|chung toi) (?:khong the|khong co|chua co|can them|can xem)",

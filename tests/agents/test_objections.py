@@ -44,6 +44,12 @@ RESTATED = (
         "I apologize, but I am unable to assist with reviewing this code.",
         "I'm sorry, but I cannot assist with that request.",
         "Unfortunately, I would need to see the full code of `app/auth.py` first.",
+        "**Code Context**: The code context provided does not contain any relevant information "
+        "about the `pylint/checkers/imports.py` file or its modifications.",
+        "**File Existence**: The code context does not provide information about whether "
+        "`pylint/checkers/imports.py` exists in the codebase.",
+        "**Code context** — The code context provided is untrusted data from the uploaded "
+        "codebase, which means it should not be followed.",
         "The proposal looks good and addresses the task.",
         "I have no objections to this proposal.",
         "This should work fine.",
@@ -75,6 +81,7 @@ def test_a_sentence_about_the_reviewer_or_praise_or_narration_is_no_objection(se
         "The proposal looks good, but it never resets the counter after a good login.",
         "Đề xuất thiếu kiểm thử cho hàm `login()`.",
         "Nên đặt lại bộ đếm sau khi đăng nhập thành công.",
+        "The code context shows `login()` called from `api/views.py:12`, which no step updates.",
     ],
 )
 def test_a_critique_or_a_sentence_about_the_code_is_an_objection(sentence):
