@@ -216,6 +216,7 @@ def cite_symbols(
     definitions: Mapping[str, Definition],
     paths: Collection[str] = (),
     sources: Collection[Source] = (),
+    elsewhere: Callable[[str], list[tuple[str, Definition]]] | None = None,
 ) -> dict[str, Any]:
     """`data` whose steps no longer carry the `symbol` a file-choices schema asked for: a named
     definition that agrees with the rest of the step (one of its files, or its title or detail
@@ -227,7 +228,10 @@ def cite_symbols(
     gives way to the definition the step writes as code, or, for a step on one file, to the
     one definition of that file its [E#] evidence holds. One the step says nothing else about
     is dropped: the 0.5B model picked the same unrelated method for all six steps of a pylint
-    plan."""
+    plan. A "new definition" whose name, written as code, is defined once in the codebase
+    though not offered (`elsewhere`: its qualified name and place) changes that one, in its
+    own file (pylint-4604: `_redefines_import`, in pylint/checkers/base.py, was to be "a new
+    definition in pylint/checkers/imports.py" and the next step modified it)."""
     steps = data.get("steps")
     if not isinstance(steps, list):
         return data
@@ -246,13 +250,19 @@ def cite_symbols(
         if isinstance(name, str) and name.startswith(NEW_DEFINITION):
             path = name.removeprefix(NEW_DEFINITION)
             existing = _existing_definition(step, path, definitions, sources, cited_lines)
-            if not existing:
+            found = None if existing or elsewhere is None else _defined_elsewhere(step, elsewhere)
+            if found is not None:
+                name, defined = found
+                step["files"] = files = [f for f in files if f != path]
+                definitions = {**definitions, name: defined}
+            elif not existing:
                 if path in paths:
                     step["target"] = {"kind": "new", "path": path}
                     step["files"] = files if path in files else [*files, path]
                 out.append(step)
                 continue
-            name = existing
+            else:
+                name = existing
         where = definitions.get(name) if isinstance(name, str) else None
         if where is None:
             # "none" or an unknown choice, while the step itself writes a shown definition
@@ -282,6 +292,26 @@ def cite_symbols(
             }
         out.append(step)
     return {**data, "steps": out}
+
+
+def _defined_elsewhere(
+    step: dict[str, Any], elsewhere: Callable[[str], list[tuple[str, Definition]]]
+) -> tuple[str, Definition] | None:
+    """The existing definition a step's title or detail writes as code by a bare name
+    (`_redefines_import`, `resolve()`), found by `elsewhere` (every definition of a name, by
+    qualified name and place). None when a name it writes is defined nowhere (the new
+    definition's own, perhaps), or when not exactly one name is defined exactly once."""
+    text = f"{step.get('title', '')} {step.get('detail', '')}"
+    names = {
+        span.removesuffix("()")
+        for span in _CODE_SPAN.findall(text)
+        if _BARE.fullmatch(span.removesuffix("()"))
+    }
+    found = [elsewhere(name) for name in sorted(names)]
+    if not found or any(not hits for hits in found):
+        return None
+    once = [hits[0] for hits in found if len(hits) == 1]
+    return once[0] if len(once) == 1 else None
 
 
 def _written_definition(step: dict[str, Any], definitions: Mapping[str, Definition]) -> str:

@@ -88,6 +88,8 @@ STEP_RULE = (
     "not a step."
 )
 """The 1.5B model's first step was "Identify the problematic line": nothing a developer does."""
+_CHANGEABLE = frozenset({"function", "method", "class"})
+"""The kinds of definition a step may be retargeted to by name (`NodeContext.defined`)."""
 NEW_DEFINITION_FILES = 4
 """The candidate files a step may add a new definition to (the first ones: the enum's order is
 the evidence's)."""
@@ -202,6 +204,23 @@ class NodeContext:
             self._definitions = {n: d for n, d in offered.items() if d.path not in aside}
         return self._definitions
 
+    def defined(self, name: str) -> list[tuple[str, Definition]]:
+        """Every function, method or class of the project's own code named `name` exactly, by
+        qualified name and place (tests, vendored and generated files aside)."""
+        navigator = Navigator(rag_index.index_dir(self.session.codebase_id))
+        result = navigator.find_symbol(name)
+        if result.match != "exact":
+            return []
+        aside = self.set_aside()
+        return [
+            (hit.qualified_name, Definition(hit.path, hit.start_line, hit.end_line))
+            for hit in result.hits
+            if hit.name == name
+            and hit.kind in _CHANGEABLE
+            and hit.path not in aside
+            and hit.role != "test"
+        ]
+
     def test_command(self) -> str:
         found = rag_profile.load(rag_index.index_dir(self.session.codebase_id))
         return found.test_command if found else ""
@@ -216,6 +235,7 @@ class NodeContext:
             self.definitions() if self.evidence else {},
             self.candidates() if self.evidence else (),
             sources_of(self.evidence, ()),
+            self.defined if self.evidence else None,
         )
         files = []
         aside = self.set_aside()

@@ -172,6 +172,46 @@ def test_a_new_definition_step_about_an_existing_one_targets_that_one():
     assert cite_symbols(data, definitions, [here])["steps"][0]["target"]["kind"] == "new"
 
 
+def test_a_new_definition_named_as_one_defined_once_elsewhere_changes_that_one():
+    # pylint-4604 on local-1.5b: "Add a check to `_redefines_import`" chose a new definition in
+    # pylint/checkers/imports.py; `_redefines_import` is defined once, in base.py, not offered.
+    imports, base = "pylint/checkers/imports.py", "pylint/checkers/base.py"
+    codebase = {
+        "_redefines_import": [("_redefines_import", Definition(base, 277, 303))],
+        "visit_import": [
+            ("ImportsChecker.visit_import", Definition(imports, 500, 530)),
+            ("VariablesChecker.visit_import", Definition("pylint/checkers/variables.py", 9, 20)),
+        ],
+    }
+
+    def elsewhere(name):
+        return codebase.get(name, [])
+
+    new = {"symbol": f"{NEW_DEFINITION}{imports}", "files": [imports]}
+    data = {"steps": [
+        {"title": "Skip imports used in type comments",
+         "detail": "Add a check to `_redefines_import` for type comments.", **new},
+        # A name defined nowhere is the new definition's own, whatever else it names.
+        {"title": "Add `_type_comment_names()`",
+         "detail": "Called from `_redefines_import`.", **new},
+        # A name defined twice says nothing about which.
+        {"title": "Fix it", "detail": "Change `visit_import`.", **new},
+    ]}  # fmt: skip
+    steps = cite_symbols(data, {}, [imports], (), elsewhere)["steps"]
+    assert steps[0]["target"] == {
+        "kind": "definition",
+        "name": "_redefines_import",
+        "path": base,
+        "start": 277,
+        "end": 303,
+    }
+    assert steps[0]["files"] == [base]
+    assert steps[1]["target"] == {"kind": "new", "path": imports}
+    assert steps[2]["target"] == {"kind": "new", "path": imports}
+    # Without the codebase's names, the choice stands.
+    assert cite_symbols(data, {}, [imports])["steps"][0]["target"]["kind"] == "new"
+
+
 def test_a_step_citing_a_line_inside_a_definition_changes_that_definition():
     # seaborn-2848 with the 1.5B model: a step listed its file as `seaborn/_oldcore.py:82-84`,
     # the first lines of `SemanticMapping._lookup_single`, and chose a new definition there;
