@@ -267,9 +267,8 @@ def implementation_checks(plan: Plan) -> list[dict[str, Any]]:
                     ],
                     "sketch": [str(x) for x in row.get("sketch") or []],
                     "judgement": {
-                        "equivalent": judgement.get("equivalent"),
-                        "reason": _text(judgement.get("reason")),
-                        "error": _text(judgement.get("error")),
+                        **_answer(judgement),
+                        "undone": _answer(undone) if (undone := judgement.get("undone")) else None,
                     }
                     if judgement
                     else None,
@@ -295,6 +294,14 @@ def implementation_checks(plan: Plan) -> list[dict[str, Any]]:
     return out
 
 
+def _answer(judgement: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "equivalent": judgement.get("equivalent"),
+        "reason": _text(judgement.get("reason")),
+        "error": _text(judgement.get("error")),
+    }
+
+
 _CHECK_WORDS = {"done": "done", "partly": "partly", "not_done": "not done", "deviated": "deviated"}
 
 
@@ -316,6 +323,7 @@ def implementation_markdown(checks: list[dict[str, Any]]) -> str:
                 f"{step['number']}. {step['title']} — {_CHECK_WORDS.get(step['status'], '?')}{by}"
                 f": {step['reason']}" + (f" Evidence: {where}." if where else "")
             )
+            out += _step_answers(step)
             out += _step_hunks(step)
         out.append("")
         if check["unplanned"]:
@@ -334,6 +342,26 @@ def implementation_markdown(checks: list[dict[str, Any]]) -> str:
             )
         out.append("")
     return "\n".join(out)
+
+
+def _said(answer: dict[str, Any]) -> str:
+    if answer.get("error"):
+        return answer["error"]
+    verdict = "equivalent" if answer.get("equivalent") else "not equivalent"
+    return f"{verdict}. {answer.get('reason') or ''}".strip()
+
+
+def _step_answers(step: dict[str, Any]) -> list[str]:
+    """The model's answers on a step, its words on one line each (already made safe): on the
+    change made and, after a yes, on that change undone (the control)."""
+    judgement = step.get("judgement")
+    if not judgement:
+        return []
+    pad = " " * len(f"{step['number']}. ")
+    out = ["", f"{pad}The model, on the change made: {_said(judgement)}"]
+    if judgement.get("undone"):
+        out.append(f"{pad}The model, on this change undone: {_said(judgement['undone'])}")
+    return out
 
 
 def _diff_block(label: str, lines: list[str], pad: str) -> list[str]:

@@ -13,12 +13,13 @@ there (its added lines present and its removed lines gone, white space folded), 
 files no step names, whether the tests the plan names changed, and which critical rules name a
 changed path as one not to touch. Where a target changed in another way than its sketch says,
 `judge` (the model, one small call per step; None: not asked) says whether the change is
-equivalent; its answer is kept as the model's, with the hunk it read.
+equivalent, and after a yes whether the change undone is too (the control); its answers are
+kept as the model's, with the hunks it read.
 
 Statuses: done (the target changed as the sketch says, or the model judged the change
-equivalent; a step with no checked sketch: its target changed), partly (some of its files or
-definitions changed, not its target), not_done (nothing it targets changed), deviated (its
-target changed, differently from its sketch).
+equivalent and the change undone not; a step with no checked sketch: its target changed),
+partly (some of its files or definitions changed, not its target), not_done (nothing it
+targets changed), deviated (its target changed, differently from its sketch).
 """
 
 from __future__ import annotations
@@ -68,10 +69,22 @@ class Judgement:
     equivalent: bool | None
     reason: str
     error: str = ""
+    undone: Judgement | None = None
+    """The control, asked only after a yes: the same question on the change undone (the hunk
+    reversed). A yes counts only when the model says no to it: a model that calls both a change
+    and its opposite equivalent to the sketch cannot tell them apart."""
+
+    @property
+    def told_apart(self) -> bool:
+        """Yes to the change and no to the change undone: the only yes that counts."""
+        return (
+            self.equivalent is True and self.undone is not None and self.undone.equivalent is False
+        )
 
 
 Judge = Callable[[dict[str, Any], list[str], list[str]], Judgement]
-"""(step, the sketch's diff lines, the target's actual diff lines) → the model's judgement."""
+"""(step, the sketch's diff lines, the target's actual diff lines) → the model's judgement,
+with its control (`Judgement.undone`) when it said yes."""
 
 
 def fold(line: str) -> str:
@@ -167,6 +180,18 @@ def hunk(old: Code, new: Code, name: str = "") -> list[str]:
             line = f"@@ -{a}{found[2] or ''} +{b}{found[4] or ''} @@ {name}".rstrip()
         out.append(line)
     return out
+
+
+def undone(lines: list[str]) -> list[str]:
+    """A hunk reversed, the change undone: its added and removed lines swapped, and its
+    headers' sides."""
+    swap = {"+": "-", "-": "+"}
+    return [
+        _HEADER.sub(lambda m: f"@@ -{m[3]}{m[4] or ''} +{m[1]}{m[2] or ''} @@", line)
+        if line.startswith("@@")
+        else swap.get(line[:1], line[:1]) + line[1:]
+        for line in lines
+    ]
 
 
 def first_added_line(lines: list[str]) -> int:
@@ -384,18 +409,36 @@ def _definition_step(
         # thousands (a prompt past the local model's window, minutes on two cores).
         read = _clipped(actual)
         verdict = judge(step, out["sketch"], read)
-        out["judgement"] = {
-            "equivalent": verdict.equivalent,
-            "reason": verdict.reason,
-            "error": verdict.error,
-            "hunk": read,
-        }
-        if verdict.equivalent:
+        out["judgement"] = _answer(verdict, read)
+        control = verdict.undone
+        if control is not None:
+            out["judgement"]["undone"] = _answer(control, undone(read))
+        if verdict.told_apart:
             out["status"], out["by"] = DONE, "model"
             out["reason"] = (
-                f"`{name}` changed otherwise than the sketch; the model judged it equivalent."
+                f"`{name}` changed otherwise than the sketch; the model judged it equivalent, "
+                "and this change undone not."
+            )
+        elif verdict.equivalent and (control is None or control.error):
+            out["reason"] = (
+                f"`{name}` changed otherwise than the sketch. The model judged it equivalent, "
+                "but could not be asked about this change undone, so its yes does not count."
+            )
+        elif verdict.equivalent:
+            out["reason"] = (
+                f"`{name}` changed otherwise than the sketch. The model could not tell: it also "
+                "called this change undone equivalent to the sketch."
             )
     return out
+
+
+def _answer(verdict: Judgement, read: list[str]) -> dict[str, Any]:
+    return {
+        "equivalent": verdict.equivalent,
+        "reason": verdict.reason,
+        "error": verdict.error,
+        "hunk": read,
+    }
 
 
 def _new_step(out: dict[str, Any], change: FileChange | None, path: str) -> dict[str, Any]:

@@ -9,14 +9,16 @@ comes from one of two sources: the codebase's newer version (its files now, agai
 the plan recorded when it was written, conversations.stale) or a unified diff applied to the
 plan's code in a child process (conversations.implementation_diff). The report itself is
 conversations.implementation.verify; the model is asked only whether a change unlike its
-step's sketch is equivalent, one small structured call per such step, on the session's
-Agent B profile, through the same call policy as every call (budget, trace, time limits).
+step's sketch is equivalent, one small structured call per such step (and, after a yes, the
+same question on the change undone: the control), on the session's Agent B profile, through
+the same call policy as every call (budget, trace, time limits).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -39,8 +41,10 @@ log = logging.getLogger(__name__)
 STALLED_AFTER = timedelta(minutes=10)
 """A running check whose row has not been written for this long has lost its job."""
 JUDGE_TOKENS = 200
-MAX_JUDGED = 8
-"""Steps one check asks the model about; the rest stay deviated, and say so."""
+MAX_CALLS = 5
+"""Model calls one check makes, controls counted: about 21 s each at the largest prompt on the
+local model, so 105 s at most, under the issue's two minutes. A step is asked only while both
+of its calls fit; the rest stay deviated, and say so."""
 MAX_TASK_CHARS = 1500
 """The task's text in a judgement's prompt: the step and the two hunks are what it judges, and
 an issue pasted whole (5,800 characters for seaborn-2848) is most of a prompt the local model
@@ -439,20 +443,34 @@ def judge_by(
     ask: Callable[[list[Any]], Equivalence], task: str, errors: tuple[type[Exception], ...]
 ) -> implementation.Judge:
     """The judge of one check: `ask(messages)` makes the one structured call (the session's,
-    or the bench's straight to a provider); at most MAX_JUDGED calls per check; a call failing
-    with one of `errors` leaves the step deviated, with the reason."""
-    asked = 0
+    or the bench's straight to a provider). After a yes it asks again on the change undone (the
+    control: a yes counts only when the model says no to that). At most MAX_CALLS calls per
+    check, a step asked only while both of its calls fit; a call failing with one of `errors`
+    leaves the step deviated, with the reason."""
+    calls = 0
 
-    def judge(step: dict[str, Any], sketch: list[str], actual: list[str]) -> Judgement:
-        nonlocal asked
-        if asked >= MAX_JUDGED:
-            return Judgement(None, "", error=f"not asked: {MAX_JUDGED} steps already were")
-        asked += 1
+    def one(step: dict[str, Any], sketch: list[str], actual: list[str]) -> Judgement:
+        nonlocal calls
+        calls += 1
         try:
             reply = ask(judge_prompt(task, step, sketch, actual))
         except errors as exc:
             return Judgement(None, "", error=f"the model could not be asked: {exc}")
         return Judgement(bool(reply.equivalent), " ".join(reply.reason.split())[:300])
+
+    def judge(step: dict[str, Any], sketch: list[str], actual: list[str]) -> Judgement:
+        # A yes whose control cannot be asked counts for nothing: ask only while both fit.
+        if calls + 2 > MAX_CALLS:
+            return Judgement(
+                None,
+                "",
+                error=f"not asked: a check makes at most {MAX_CALLS} model calls, and this "
+                "step's two no longer fit",
+            )
+        first = one(step, sketch, actual)
+        if first.equivalent is not True:
+            return first
+        return replace(first, undone=one(step, sketch, implementation.undone(actual)))
 
     return judge
 
@@ -464,9 +482,9 @@ def judge_options() -> Any:
 
 
 def model_judge(session: PlanningSession, profile: str) -> implementation.Judge:
-    """One small structured call per step on the session's `profile`, charged to its budget
-    and traced (agents.turns.structured_call); a call that cannot be made (outage, budget
-    spent, time limit) leaves the step deviated, with the reason."""
+    """One small structured call per step (two after a yes) on the session's `profile`, charged
+    to its budget and traced (agents.turns.structured_call); a call that cannot be made
+    (outage, budget spent, time limit) leaves the step deviated, with the reason."""
     from agents.budget import TimeLimitReached  # noqa: PLC0415
     from agents.providers import get_provider  # noqa: PLC0415
     from agents.providers.base import ProviderError  # noqa: PLC0415

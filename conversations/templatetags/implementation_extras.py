@@ -54,6 +54,9 @@ def report_context(check: ImplementationCheck) -> dict[str, Any]:
                 "judgement_html": render_markdown(str(judgement.get("reason") or ""))
                 if judgement
                 else "",
+                "undone_html": render_markdown(str(judgement["undone"].get("reason") or ""))
+                if judgement and judgement.get("undone")
+                else "",
             }
         )
     return {
@@ -75,15 +78,18 @@ def report_context(check: ImplementationCheck) -> dict[str, Any]:
 
 def without_code(row: dict[str, Any]) -> dict[str, Any]:
     """A row for a share link whose owner did not share code excerpts: paths and lines only.
-    The model's judgement keeps its verdict, not its words (which may quote the code) nor an
-    error (a provider's words)."""
+    The model's answers (on the change and on it undone) keep their verdicts, not their words
+    (which may quote the code), their hunks nor an error (a provider's words)."""
     evidence = [{**e, "hunk": []} for e in row.get("evidence") or []]
-    judgement = (
-        {**row["judgement"], "hunk": [], "reason": "", "error": ""}
-        if row.get("judgement")
-        else None
-    )
-    return {**row, "evidence": evidence, "sketch": [], "judgement": judgement, "judgement_html": ""}
+    judgement = _wordless(row["judgement"]) if row.get("judgement") else None
+    if judgement and judgement.get("undone"):
+        judgement["undone"] = _wordless(judgement["undone"])
+    return {**row, "evidence": evidence, "sketch": [], "judgement": judgement,
+            "judgement_html": "", "undone_html": ""}  # fmt: skip
+
+
+def _wordless(answer: dict[str, Any]) -> dict[str, Any]:
+    return {**answer, "hunk": [], "reason": "", "error": ""}
 
 
 @register.inclusion_tag("conversations/_implementation_shared.html")

@@ -170,13 +170,17 @@ def test_a_grounding_plan_is_checked_against_the_real_fix_and_an_unrelated_chang
 
 def test_with_a_profile_the_model_judges_the_deviated_step_as_the_product_asks(swe, grounded):
     swe(AUTH)
-    FakeProvider.script("fake", {"equivalent": True, "reason": "The same guard, inline."})
+    FakeProvider.script(
+        "fake",
+        {"equivalent": True, "reason": "The same guard, inline."},
+        {"equivalent": False, "reason": "Undone, no guard."},  # the control
+    )
     row = bench.one(
         POOL[0], POOL, {}, mode="grounding", grounded=grounded, model=bench.ModelJudge("fake")
     )
     assert row["profile"] == "fake"
     assert row["real"]["statuses"][0] == "done" and row["real"]["by_model"] == 1
-    assert row["real"]["model_calls"] == 1
+    assert row["real"]["model_calls"] == 2  # the yes and its control
     asked = [
         c for c in FakeProvider.calls("fake") if c.schema and c.schema.__name__ == "Equivalence"
     ]

@@ -306,12 +306,24 @@ SAME = AUTH.replace(
 )
 
 
-def test_the_models_judgement_is_asked_once_shown_as_its_own_and_sanitized(
+def equivalence_calls():
+    return [
+        c for c in FakeProvider.calls("fake") if c.schema and c.schema.__name__ == "Equivalence"
+    ]
+
+
+def report_page(client, plan, check):
+    url = reverse("conversations:implementation_check", args=[plan.session_id, check.pk])
+    return client.get(url).content.decode()
+
+
+def test_a_yes_then_a_no_on_the_change_undone_is_done_by_the_model_shown_and_sanitized(
     client, user, plan, jobs
 ):
     FakeProvider.script(
         "fake",
         {"equivalent": True, "reason": "Same guard <script>alert(1)</script> inline."},
+        {"equivalent": False, "reason": "Undone, the guard is gone."},
     )
     client.force_login(user)
     post_diff(client, plan, diff(AUTH, SAME), ask_model="1")
@@ -319,17 +331,83 @@ def test_the_models_judgement_is_asked_once_shown_as_its_own_and_sanitized(
     check = ImplementationCheck.objects.get()
     row = check.report["steps"][0]
     assert row["status"] == "done" and row["by"] == "model"
-    asked = [
-        c for c in FakeProvider.calls("fake") if c.schema and c.schema.__name__ == "Equivalence"
-    ]
-    assert len(asked) == 1 and "check(user, password)" in asked[0].prompt
-    page = client.get(
-        reverse("conversations:implementation_check", args=[plan.session_id, check.pk])
-    )
-    html = page.content.decode()
+    assert row["judgement"]["undone"]["equivalent"] is False
+    asked = equivalence_calls()
+    assert len(asked) == 2 and "check(user, password)" in asked[0].prompt
+    html = report_page(client, plan, check)
     assert "The model&#x27;s judgement" in html or "The model's judgement" in html
-    assert "judged by the model" in html
+    assert "judged by the model" in html and "Undone, the guard is gone." in html
     assert "<script>alert(1)</script>" not in html
+
+
+def test_the_control_asks_the_same_question_on_the_hunk_reversed(client, user, plan, jobs):
+    FakeProvider.script(
+        "fake", {"equivalent": True, "reason": "Same."}, {"equivalent": False, "reason": "No."}
+    )
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, SAME), ask_model="1")
+    jobs()
+    first, control = (c.prompt for c in equivalence_calls())
+    made = "+    ok = not too_many(user) and check(user, password)"
+    undone = "-    ok = not too_many(user) and check(user, password)"
+    assert made in first and undone not in first
+    assert undone in control and made not in control
+    assert "+    ok = check(user, password)" in control and "-    ok = check(" in first
+    row = ImplementationCheck.objects.get().report["steps"][0]
+    assert undone in row["judgement"]["undone"]["hunk"]
+    # The same prompt otherwise: only the hunk it judges differs.
+    assert (
+        first.split("The change actually made")[0] == control.split("The change actually made")[0]
+    )
+
+
+def test_a_model_that_also_calls_the_change_undone_equivalent_leaves_the_step_deviated(
+    client, user, plan, jobs
+):
+    FakeProvider.script(
+        "fake",
+        {"equivalent": True, "reason": "Both add the guard."},
+        {"equivalent": True, "reason": "Still the guard, surely."},
+    )
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, SAME), ask_model="1")
+    jobs()
+    check = ImplementationCheck.objects.get()
+    row = check.report["steps"][0]
+    assert row["status"] == "deviated" and row["by"] == "app"
+    assert "The model could not tell: it also called this change undone equivalent" in row["reason"]
+    assert row["judgement"]["reason"] == "Both add the guard."
+    assert row["judgement"]["undone"]["reason"] == "Still the guard, surely."
+    html = report_page(client, plan, check)
+    assert "could not tell" in html
+    assert "Both add the guard." in html and "Still the guard, surely." in html
+    assert "judged by the model" not in html
+    data = json.loads(EXPORTS["json"].render(Plan.objects.get(pk=plan.pk)))
+    step = data["implementation_checks"][0]["steps"][0]
+    assert step["judgement"]["undone"] == {
+        "equivalent": True, "reason": "Still the guard, surely.", "error": ""
+    }  # fmt: skip
+    import jsonschema
+
+    from conversations.exports import schema
+
+    jsonschema.validate(data, schema())
+    url = reverse("conversations:plan_export", args=[plan.session_id, "markdown"])
+    text = client.get(url).content.decode()
+    assert "could not tell" in text
+    assert "The model, on the change made: equivalent. Both add the guard." in text
+    assert "The model, on this change undone: equivalent. Still the guard, surely." in text
+
+
+def test_a_no_leaves_the_step_deviated_and_asks_no_control(client, user, plan, jobs):
+    FakeProvider.script("fake", {"equivalent": False, "reason": "Another guard."})
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, SAME), ask_model="1")
+    jobs()
+    row = ImplementationCheck.objects.get().report["steps"][0]
+    assert row["status"] == "deviated" and row["judgement"]["equivalent"] is False
+    assert "undone" not in row["judgement"]
+    assert len(equivalence_calls()) == 1
 
 
 def test_a_provider_outage_leaves_the_step_deviated_and_says_so(client, user, plan, jobs):
@@ -342,6 +420,23 @@ def test_a_provider_outage_leaves_the_step_deviated_and_says_so(client, user, pl
     row = check.report["steps"][0]
     assert row["status"] == "deviated"
     assert "could not be asked" in row["judgement"]["error"]
+
+
+def test_an_outage_on_the_control_leaves_the_step_deviated_and_says_why(client, user, plan, jobs):
+    FakeProvider.script(
+        "fake",
+        {"equivalent": True, "reason": "Same."},
+        ProviderUnavailable("the model server is down"),
+    )
+    client.force_login(user)
+    post_diff(client, plan, diff(AUTH, SAME), ask_model="1")
+    jobs()
+    check = ImplementationCheck.objects.get()
+    row = check.report["steps"][0]
+    assert row["status"] == "deviated" and row["by"] == "app"
+    assert "could not be asked about this change undone" in row["reason"]
+    assert "the model server is down" in row["judgement"]["undone"]["error"]
+    assert "the model server is down" in report_page(client, plan, check)
 
 
 def test_a_crashed_check_says_so_and_runs_again(client, user, plan, jobs, monkeypatch):
@@ -444,7 +539,9 @@ def test_a_share_link_shows_a_checks_rules_and_the_models_words_only_when_shared
         },
     }
     report["steps"][0]["judgement"] = {"equivalent": True, "reason": "Model words: `ok = 1`",
-                                       "error": "", "hunk": []}  # fmt: skip
+                                       "error": "", "hunk": [],
+                                       "undone": {"equivalent": True, "reason": "Control words",
+                                                  "error": "", "hunk": ["+    control_line"]}}  # fmt: skip
     ImplementationCheck.objects.filter(pk=check.pk).update(report=report)
     detail = reverse("conversations:implementation_check", args=[plan.session_id, check.pk])
     owner = client.get(detail).content.decode()
@@ -453,12 +550,14 @@ def test_a_share_link_shows_a_checks_rules_and_the_models_words_only_when_shared
     hidden = sharing.create_link(user, plan.session_id, "never", sharing.ShareChoices())
     html = client.get(reverse("conversations:plan_shared", args=[plan_token(hidden)])).content
     assert rule not in html.decode() and "did not share the codebase" in html.decode()
-    assert "Model words" not in html.decode()
+    assert "Model words" not in html.decode() and "Control words" not in html.decode()
+    assert "control_line" not in html.decode()
     shown = sharing.create_link(
         user, plan.session_id, "never", sharing.ShareChoices(shows_rules=True, shows_evidence=True)
     )
     html = client.get(reverse("conversations:plan_shared", args=[plan_token(shown)])).content
     assert rule in html.decode() and "Model words" in html.decode()
+    assert "Control words" in html.decode() and "control_line" in html.decode()
 
 
 def test_a_check_never_started_shows_as_stalled_and_runs_again(client, user, plan, jobs):
@@ -587,7 +686,7 @@ def test_a_diff_that_fails_on_a_newer_version_says_so_not_the_plans_version(
     assert "plan's version of the code" not in check.error
 
 
-def test_one_check_asks_the_model_about_at_most_max_judged_steps():
+def test_one_check_makes_at_most_max_calls_and_never_a_yes_without_its_control():
     asked = []
 
     def ask(messages):
@@ -595,11 +694,27 @@ def test_one_check_asks_the_model_about_at_most_max_judged_steps():
         return implementation_checks.Equivalence(equivalent=True, reason="Same.")
 
     judge = implementation_checks.judge_by(ask, "Throttle logins", (RuntimeError,))
-    limit = implementation_checks.MAX_JUDGED
-    verdicts = [judge(STEP, ["+a"], ["+b"]) for _ in range(limit + 2)]
-    assert len(asked) == limit
-    assert all(v.equivalent for v in verdicts[:limit])
+    limit = implementation_checks.MAX_CALLS
+    verdicts = [judge(STEP, ["+a"], ["+b"]) for _ in range(limit)]
+    judged = [v for v in verdicts if v.equivalent is not None]
+    assert len(asked) == 2 * len(judged) <= limit and len(judged) == limit // 2
+    assert all(v.undone is not None and v.undone.equivalent for v in judged)
     assert verdicts[-1].equivalent is None and "not asked" in verdicts[-1].error
+
+
+def test_a_check_of_noes_asks_a_step_while_its_two_calls_fit():
+    asked = []
+
+    def ask(messages):
+        asked.append(messages)
+        return implementation_checks.Equivalence(equivalent=False, reason="Other.")
+
+    judge = implementation_checks.judge_by(ask, "Throttle logins", (RuntimeError,))
+    limit = implementation_checks.MAX_CALLS
+    verdicts = [judge(STEP, ["+a"], ["+b"]) for _ in range(limit)]
+    assert len(asked) == limit - 1
+    assert all(v.equivalent is False and v.undone is None for v in verdicts[:-1])
+    assert "not asked" in verdicts[-1].error
 
 
 def test_a_judgements_prompt_carries_at_most_max_task_chars_of_the_task():

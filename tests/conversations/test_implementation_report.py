@@ -9,6 +9,7 @@ from conversations.implementation import (
     FileChange,
     Judgement,
     moved,
+    undone,
     verify,
 )
 
@@ -134,7 +135,7 @@ def test_the_model_is_asked_only_about_a_deviation_and_its_answer_is_labelled():
 
     def judge(step, sketch, actual):
         asked.append(actual)
-        return Judgement(True, "Same guard, written inline.")
+        return Judgement(True, "Same guard, written inline.", undone=Judgement(False, "Gone."))
 
     same = OLD.replace(
         "    ok = check(user, password)", "    ok = not too_many(user) and check(user, password)"
@@ -143,8 +144,29 @@ def test_the_model_is_asked_only_about_a_deviation_and_its_answer_is_labelled():
     assert first["status"] == DONE and first["by"] == "model"
     assert first["judgement"]["reason"] == "Same guard, written inline."
     assert first["judgement"]["hunk"] == first["evidence"][0]["hunk"]
+    assert first["judgement"]["undone"]["hunk"] == undone(first["judgement"]["hunk"])
     verify({"steps": [LOGIN_STEP]}, diff_of(FIXED), judge=judge)  # the sketch is there: no call
     assert len(asked) == 1
+
+
+def test_a_yes_without_a_no_on_the_change_undone_leaves_the_step_deviated():
+    same = OLD.replace(
+        "    ok = check(user, password)", "    ok = not too_many(user) and check(user, password)"
+    )
+    both = Judgement(True, "Same.", undone=Judgement(True, "Same too."))
+    told = row(verify({"steps": [LOGIN_STEP]}, diff_of(same), judge=lambda *a: both))
+    assert told["status"] == DEVIATED and "could not tell" in told["reason"]
+    alone = Judgement(True, "Same.")  # no control asked: the yes counts for nothing
+    assert (
+        row(verify({"steps": [LOGIN_STEP]}, diff_of(same), judge=lambda *a: alone))["status"]
+        == DEVIATED
+    )
+
+
+def test_a_hunk_undone_swaps_its_added_and_removed_lines_and_its_sides():
+    made = ["@@ -2,3 +2,4 @@ login", " a", "-b", "+c", "+d", "… 3 more lines"]
+    assert undone(made) == ["@@ -2,4 +2,3 @@ login", " a", "+b", "-c", "-d", "… 3 more lines"]
+    assert undone(undone(made)) == made
 
 
 def test_a_newer_version_compares_with_the_code_the_step_kept():
