@@ -41,8 +41,8 @@ seconds per check (the diff applied in its child process, the report, and the mo
 when there are any), with the load average. Without `--profile` the model is never asked
 (`judge=None`): a step whose target changed unlike its sketch stays "deviated". With
 `--profile NAME` each deviated step is put to that profile's model as the product puts it
-(implementation_checks.judge_by: the same prompt, `Equivalence` schema, at most MAX_JUDGED
-calls per check), straight to the provider, with no session.
+(implementation_checks.judge_by: the same prompt, `Equivalence` schema, a yes asked again on
+the change undone, at most MAX_CALLS calls per check), straight to the provider, with no session.
 One JSON line per instance, plan kind and profile is appended to the log
 (bench/logs/implementation-check.jsonl) with the code it ran; rows already logged for the
 same code are skipped, so a run that stops resumes. The report is written into `--out`
@@ -290,7 +290,7 @@ def truths(
 
 class ModelJudge:
     """The product's judgement (implementation_checks.judge_by) on `profile`'s model, straight
-    to the provider: a new judge per check (MAX_JUDGED is per check), its calls counted."""
+    to the provider: a new judge per check (MAX_CALLS is per check), its calls counted."""
 
     def __init__(self, profile: str) -> None:
         from agents.providers import get_provider  # noqa: PLC0415
