@@ -3,12 +3,14 @@ are checked and shown): one small structured turn per step that changes a real d
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
+from agents.investigation.task_names import example_names
 from agents.prompts import AGENT_A, agent_messages
 from agents.providers.base import ChatMessage
 from agents.sketches import (
@@ -84,6 +86,29 @@ Ask = Callable[[int, list[ChatMessage], type[BaseModel]], Any]
 """One sketch call: (attempt 1 or 2, the messages, the schema) to the model's reply object."""
 
 
+_DEFINES = re.compile(r"\s*(?:async\s+)?(?:def|class|function)\s+([A-Za-z_]\w*)")
+
+
+def example_problem(task: str, code: Excerpt, after: list[str]) -> str:
+    """A problem when the after lines define a function or class that the task's own example
+    defines (`task_names.example_names`) and the code does not: the reporter's reproduction
+    pasted into the codebase is not its fix (astropy-14096 on local-1.5b: the sketch added the
+    issue's `@property def prop(self): return self.random_attr` to `SkyCoord`). Dunder names
+    are everybody's. "" when none."""
+    examples = {n for n in example_names(task) if not (n.startswith("__") and n.endswith("__"))}
+    if not examples:
+        return ""
+    had = {found[1] for line in code.lines if (found := _DEFINES.match(line))}
+    for line in after:
+        found = _DEFINES.match(line)
+        if found and found[1] in examples and found[1] not in had:
+            return (
+                f"The after lines define `{found[1]}`, which is the task's own example code, "
+                f"not `{code.name}`'s: change the code above so the example works."
+            )
+    return ""
+
+
 def write_sketch(brief: Brief, code: Excerpt, ask: Ask) -> dict[str, Any]:
     """A step's sketch: asked for on its definition's code, checked, asked again once with the
     problems shown, and then kept with `checked` False and its problem. `ask` makes the call:
@@ -103,6 +128,7 @@ def write_sketch(brief: Brief, code: Excerpt, ask: Ask) -> dict[str, Any]:
             or [
                 p
                 for p in (
+                    example_problem(brief.task, code, after),
                     syntax_problem(code, checked, after),
                     unbound_problem(code, checked, after),
                 )

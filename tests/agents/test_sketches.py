@@ -3,10 +3,12 @@ lines replaced are taken from the definition's code; the plan shows that code wi
 numbers (folded when long); and a sketch that fails the check is asked for again once, with
 the problem shown, and then flagged."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from agents.plan import render_plan
-from agents.planning.sketching import sketch_steps
+from agents.planning.sketching import Brief, sketch_steps, write_sketch
 from agents.providers.fake import FakeProvider
 from agents.sketches import (
     MAX_SPAN,
@@ -720,3 +722,52 @@ def test_a_long_definition_whose_docstring_fills_half_the_window_is_shown_from_i
     short = ['        """Returns a copy."""', *["        x = x + 1"] * 80]
     kept = window("a.py", "f", ["    def f(self):", *short], (1, 82), "python")
     assert kept is not None and kept.start == 1
+
+
+SKY = Excerpt(
+    "astropy/coordinates/sky_coordinate.py",
+    "SkyCoord.__getattr__",
+    869,
+    (
+        "    def __getattr__(self, attr):",
+        "        if '_sky_coord_frame' in self.__dict__:",
+        "            return getattr(self._sky_coord_frame, attr)",
+        "        raise AttributeError(attr)",
+    ),
+    (869, 872),
+    "python",
+)
+SKY_TASK = (
+    "Subclassed SkyCoord gives misleading attribute access message\n```python\n"
+    "class custom_coord(coord.SkyCoord):\n    @property\n    def prop(self):\n"
+    "        return self.random_attr\n```"
+)
+
+
+def test_a_sketch_that_pastes_the_tasks_example_into_the_code_is_asked_again_then_flagged():
+    # astropy-14096 on local-1.5b: the sketch added the issue's `def prop` to SkyCoord.
+    pasted = SimpleNamespace(
+        first="raise AttributeError(attr)",
+        lines=1,
+        after=[
+            "        raise AttributeError(attr)",
+            "    @property",
+            "    def prop(self):",
+            "        return self.random_attr",
+        ],  # fmt: skip
+    )
+    asked = []
+
+    def ask(attempt, messages, schema):
+        asked.append(messages[-1].content)
+        return pasted
+
+    sketch = write_sketch(Brief(SKY_TASK, {"title": "Fix"}, 1), SKY, ask)
+    assert len(asked) == 2 and "`prop`, which is the task's own example code" in asked[1]
+    assert sketch["checked"] is False and "task's own example code" in sketch["problem"]
+    fixed = SimpleNamespace(
+        first="raise AttributeError(attr)",
+        lines=1,
+        after=["        raise AttributeError(f'{type(self).__name__} has no {attr!r}')"],
+    )
+    assert write_sketch(Brief(SKY_TASK, {"title": "Fix"}, 1), SKY, lambda *a: fixed)["checked"]
