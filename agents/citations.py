@@ -264,6 +264,12 @@ def cite_symbols(
             else:
                 name = existing
         where = definitions.get(name) if isinstance(name, str) else None
+        written = _written_definition(step, definitions) if where is not None else ""
+        if "." in written and written != name:
+            # The step writes another offered definition by its qualified name (seaborn-2848
+            # on local-1.5b: "Update `HueMapping._lookup_single` … [E2]" chose the first of
+            # four `_lookup_single`, `SemanticMapping`'s): the words are the clearer answer.
+            name, where = written, definitions[written]
         if where is None:
             # "none" or an unknown choice, while the step itself writes a shown definition
             # as code (`Session.merge_environment_settings`, `to_text()`): the model copied

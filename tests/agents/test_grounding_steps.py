@@ -212,6 +212,28 @@ def test_a_new_definition_named_as_one_defined_once_elsewhere_changes_that_one()
     assert cite_symbols(data, {}, [imports])["steps"][0]["target"]["kind"] == "new"
 
 
+def test_a_step_that_writes_another_offered_definition_by_its_qualified_name_changes_that_one():
+    # seaborn-2848 on local-1.5b: "Update `HueMapping._lookup_single` in seaborn/_oldcore.py"
+    # chose `SemanticMapping._lookup_single`, the first of four namesakes offered.
+    core = "seaborn/_oldcore.py"
+    definitions = {
+        "SemanticMapping._lookup_single": Definition(core, 82, 84),
+        "HueMapping._lookup_single": Definition(core, 170, 196),
+    }
+    title = "Update `HueMapping._lookup_single` in `seaborn/_oldcore.py`"
+    data = {"steps": [
+        {"title": title, "symbol": "SemanticMapping._lookup_single", "files": [core],
+         "detail": "[E2]"},
+        # Writing its own choice as well: the choice stands.
+        {"title": title, "symbol": "SemanticMapping._lookup_single", "files": [core],
+         "detail": "Like `SemanticMapping._lookup_single`."},
+    ]}  # fmt: skip
+    steps = cite_symbols(data, definitions, [core])["steps"]
+    assert steps[0]["target"]["name"] == "HueMapping._lookup_single"
+    assert steps[0]["target"]["start"] == 170
+    assert steps[1]["target"]["name"] == "SemanticMapping._lookup_single"
+
+
 def test_a_step_citing_a_line_inside_a_definition_changes_that_definition():
     # seaborn-2848 with the 1.5B model: a step listed its file as `seaborn/_oldcore.py:82-84`,
     # the first lines of `SemanticMapping._lookup_single`, and chose a new definition there;
