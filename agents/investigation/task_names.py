@@ -195,6 +195,15 @@ _DEFINES = re.compile(
     r"\s*(?:async\s+)?(class|def|function|fn|func)\s+([A-Za-z_]\w*)(?:\s*\(([^()]*)\))?"
 )
 _PARAMETER = re.compile(r"\s*\**([A-Za-z_]\w*)")
+
+
+def defined_name(line: str) -> str:
+    """The name a line of code declares as a class or function (`def unit(self):` → unit),
+    or ""."""
+    found = _DEFINES.match(line)
+    return found[2] if found else ""
+
+
 _MARKUP = re.compile(r"!?\[[^\]\n]{0,200}\]\([^)\s]{0,2000}\)|<?https?://[^\s)>]{1,2000}>?")
 """A markdown image or link (`![alt](url)`, `[text](url)`) or a bare address: a screenshot's
 file name or a URL's words are not the code's names."""

@@ -3,14 +3,13 @@ are checked and shown): one small structured turn per step that changes a real d
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from agents.investigation.task_names import example_names
+from agents.investigation.task_names import defined_name, example_names
 from agents.prompts import AGENT_A, agent_messages
 from agents.providers.base import ChatMessage
 from agents.sketches import (
@@ -86,9 +85,6 @@ Ask = Callable[[int, list[ChatMessage], type[BaseModel]], Any]
 """One sketch call: (attempt 1 or 2, the messages, the schema) to the model's reply object."""
 
 
-_DEFINES = re.compile(r"\s*(?:async\s+)?(?:def|class|function)\s+([A-Za-z_]\w*)")
-
-
 def example_problem(task: str, code: Excerpt, after: list[str]) -> str:
     """A problem when the after lines define a function or class that the task's own example
     defines (`task_names.example_names`) and the code does not: the reporter's reproduction
@@ -98,12 +94,12 @@ def example_problem(task: str, code: Excerpt, after: list[str]) -> str:
     examples = {n for n in example_names(task) if not (n.startswith("__") and n.endswith("__"))}
     if not examples:
         return ""
-    had = {found[1] for line in code.lines if (found := _DEFINES.match(line))}
+    had = {defined_name(line) for line in code.lines}
     for line in after:
-        found = _DEFINES.match(line)
-        if found and found[1] in examples and found[1] not in had:
+        name = defined_name(line)
+        if name and name in examples and name not in had:
             return (
-                f"The after lines define `{found[1]}`, which is the task's own example code, "
+                f"The after lines define `{name}`, which is the task's own example code, "
                 f"not `{code.name}`'s: change the code above so the example works."
             )
     return ""
