@@ -17,7 +17,8 @@ proposal or the code:
   ("This should work fine." approves);
 - when it names code (a path, a `symbol`, an identifier, [E#], a step, a test) and neither
   approves ("The change to `x.py` is correct.") nor narrates the proposal or the task ("The
-  proposal modifies `x.py`.");
+  proposal modifies `x.py`."), unless it is only a title ("**Test file `x.py`:**" names what
+  it is about and says nothing of it);
 - and not otherwise (praise, agreement, filler).
 
 An item that only restates what it reviews (most of its word 3-grams are in the proposal or the
@@ -205,15 +206,18 @@ _OBLIGATION = {
         r"might",
         r"better to",
         r"consider\w*",
-        # An imperative opening the clause: the reviewer asks for a change.
-        r"^\W*(?:please )?(?:use|add|move|replace|remove|delete|drop|keep|handle|reset|call|"
-        r"check|change|rename|split|extract|cover|include|update|wrap|guard|validate|catch|"
-        r"raise|return|fix|avoid|test|document|log)",
     ),
     "vi": _words(r"nen", r"phai", r"can phai", r"de nghi", r"thay bang"),
 }
 """An obligation, a change asked for or a consequence foreseen: critique unless an approval
 softens it ("This should work fine.")."""
+_IMPERATIVE = _words(
+    r"^\W*(?:please )?(?:use|add|move|replace|remove|delete|drop|keep|handle|reset|call|"
+    r"check|change|rename|split|extract|cover|include|update|wrap|guard|validate|catch|"
+    r"raise|return|fix|avoid|test|document|log)"
+)
+"""An imperative opening the clause: the reviewer asks for a change. Not in a title, where the
+same word names a heading's topic ("**Test file `x.py`:**", "**Update Documentation**:")."""
 _NARRATION = {
     "en": re.compile(
         r"^\W*(?:(?:the|this|that|agent a[’']?s?) )?(?:proposal|proposed (?:change|fix|plan)|"
@@ -305,7 +309,7 @@ def cut(review: str) -> list[str]:
     return list(dict.fromkeys(i for i in items if len(i.split()) >= 3))
 
 
-def _objecting_clause(clause: str, original: str, language: str) -> bool:
+def _objecting_clause(clause: str, original: str, language: str, *, title: bool = False) -> bool:
     langs = ("en", "vi") if language == "vi" else ("en",)
     if any(_SELF[lang].search(clause) or _REQUEST[lang].search(clause) for lang in langs):
         return False
@@ -313,11 +317,15 @@ def _objecting_clause(clause: str, original: str, language: str) -> bool:
     approving = rest != clause
     if _critique(rest, langs, language):
         return True
-    if not approving and any(_OBLIGATION[lang].search(rest) for lang in langs):
+    if not approving and (
+        any(_OBLIGATION[lang].search(rest) for lang in langs)
+        or not title
+        and bool(_IMPERATIVE.search(rest))
+    ):
         return True
     names_code = bool(_CODE.search(original) or _STEP_OR_TEST.search(clause))
     narrates = any(_NARRATION[lang].match(clause) for lang in langs)
-    return names_code and not approving and not narrates
+    return names_code and not approving and not narrates and not title
 
 
 def _clauses(sentence: str) -> list[tuple[str, str]]:
@@ -344,7 +352,11 @@ def is_objection(sentence: str, language: str = "") -> bool:
     """Whether `sentence` objects to the proposal (see the module's docstring). `language` is
     the review's ("en" or "vi"); by default the sentence's own."""
     language = language or detect_language(sentence)
-    return any(_objecting_clause(c, o, language) for c, o in _clauses(sentence))
+    # A title names what it is about and says nothing of it ("**Test file `x.py`:**", alone
+    # in xarray-2905's review on local-1.5b): it objects only in its own words ("**No test
+    # in `x.py`**:", "**Use a lock**:"), never by naming code.
+    title = _heading(sentence)
+    return any(_objecting_clause(c, o, language, title=title) for c, o in _clauses(sentence))
 
 
 def criticises(sentence: str, language: str = "") -> bool:

@@ -59,6 +59,9 @@ RESTATED = (
         "Bạn có thể cung cấp thêm thông tin về mã nguồn không?",
         "Đề xuất này hợp lý.",
         "Đề xuất sửa `app/auth.py` để giới hạn đăng nhập.",
+        # xarray-2905 on local-1.5b: a title left alone at the end of the review.
+        "**Test file `xarray/tests/test_variable.py`:**",
+        "**Update Documentation**:",
     ],
 )
 def test_a_sentence_about_the_reviewer_or_praise_or_narration_is_no_objection(sentence):
@@ -82,6 +85,10 @@ def test_a_sentence_about_the_reviewer_or_praise_or_narration_is_no_objection(se
         "Đề xuất thiếu kiểm thử cho hàm `login()`.",
         "Nên đặt lại bộ đếm sau khi đăng nhập thành công.",
         "The code context shows `login()` called from `api/views.py:12`, which no step updates.",
+        # A title that says what is wrong, or asks for a change, in its own words.
+        "**No test in `tests/test_requests.py`**:",
+        "**`counter` must be locked in `app/auth.py`**:",
+        "Use a lock around `counter` in `app/auth.py`.",
     ],
 )
 def test_a_critique_or_a_sentence_about_the_code_is_an_objection(sentence):
