@@ -275,6 +275,12 @@ def cite_symbols(
             # as code (`Session.merge_environment_settings`, `to_text()`): the model copied
             # an earlier step's words and left the choice; the words are the clearer answer.
             name = _written_definition(step, definitions)
+            found = None if name or elsewhere is None else _written_pair(step, elsewhere)
+            if found is not None:
+                # "Modify `__setitem__` in `DataArray`": a method and its class, written
+                # apart, the way people write them (xarray-2905 on local-1.5b).
+                name, defined = found
+                definitions = {**definitions, name: defined}
             if not name and len(files) == 1:
                 # Nor written as code: a step on one file that cites by [E#] the evidence
                 # holding exactly one definition of it changes that one (xarray-2905 with the
@@ -320,15 +326,38 @@ def _defined_elsewhere(
     return once[0] if len(once) == 1 else None
 
 
+def _written_pair(
+    step: dict[str, Any], elsewhere: Callable[[str], list[tuple[str, Definition]]]
+) -> tuple[str, Definition] | None:
+    """The one definition the step's title writes as a method and its class in two code spans
+    ("Modify `__setitem__` in `DataArray`"), found by `elsewhere` (which takes `Class.method`),
+    or None."""
+    spans = [s for s in dict.fromkeys(_CODE_SPAN.findall(str(step.get("title", ""))))
+             if _BARE.fullmatch(s)]  # fmt: skip
+    found = {
+        hit
+        for owner in spans
+        for method in spans
+        if owner != method
+        for hit in elsewhere(f"{owner}.{method}")
+    }
+    return found.pop() if len(found) == 1 else None
+
+
 def _written_definition(step: dict[str, Any], definitions: Mapping[str, Definition]) -> str:
     """The one shown definition the step's title or detail writes as code in a form that
     names it exactly: qualified (`Class.method`) or called (`func()`); else a bare name
     written as code (`map`) that is the method name of exactly one shown method in one of the
     step's own files ("Modify the `map` function" in `seaborn/axisgrid.py`, where the
     evidence showed `PairGrid.map`). "" when none or several fit. A bare class or module name
-    (`Session`) is read as said in passing, not as the step's target."""
-    text = f"{step.get('title', '')} {step.get('detail', '')}"
-    spans = {span.removesuffix("()") for span in _CODE_SPAN.findall(text)}
+    (`Session`) is read as said in passing, not as the step's target. Bare names come from
+    the title when it writes some: it says what the step changes, where the detail also says
+    how (xarray-2905 on local-1.5b: "Modify `__setitem__` in `DataArray`", whose detail's
+    "objects with a `values` property" made `DataArray.values` the target)."""
+    title = str(step.get("title", ""))
+    text = f"{title} {step.get('detail', '')}"
+    titled = {s for s in _CODE_SPAN.findall(title) if _BARE.fullmatch(s.removesuffix("()"))}
+    spans = {span.removesuffix("()") for span in _CODE_SPAN.findall(title if titled else text)}
     exact = {
         span.removesuffix("()")
         for span in _CODE_SPAN.findall(text)

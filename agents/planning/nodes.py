@@ -205,12 +205,14 @@ class NodeContext:
         return self._definitions
 
     def defined(self, name: str) -> list[tuple[str, Definition]]:
-        """Every function, method or class of the project's own code named `name` exactly, by
-        qualified name and place (tests, vendored and generated files aside)."""
+        """Every function, method or class of the project's own code named `name` exactly, or
+        written `Class.method` and defined there, by qualified name and place (tests,
+        vendored and generated files aside)."""
         navigator = Navigator(rag_index.index_dir(self.session.codebase_id))
         result = navigator.find_symbol(name)
-        if result.match != "exact":
+        if result.match not in ("exact", "qualified"):
             return []
+        name = name.rsplit(".", 1)[-1]
         aside = self.set_aside()
         return [
             (hit.qualified_name, Definition(hit.path, hit.start_line, hit.end_line))

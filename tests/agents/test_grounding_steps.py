@@ -572,3 +572,32 @@ def test_a_step_naming_a_shown_method_by_its_bare_name_in_its_file_targets_it():
 
     both = {**definitions, "FacetGrid.map": Definition("seaborn/axisgrid.py", 700, 760)}
     assert "target" not in cite_symbols({"steps": [data["steps"][0]]}, both)["steps"][0]
+
+
+def test_the_title_says_which_method_a_step_changes_and_its_class_written_apart_finds_it():
+    # xarray-2905 on local-1.5b: "Modify `__setitem__` in `DataArray`", whose detail said
+    # "objects with a `values` property", showed the code of `DataArray.values`; the class's
+    # `__setitem__` was not offered.
+    array = "xarray/core/dataarray.py"
+    definitions = {"DataArray.values": Definition(array, 631, 634)}
+    codebase = {"DataArray.__setitem__": [("DataArray.__setitem__", Definition(array, 700, 716))]}
+
+    def elsewhere(name):
+        return codebase.get(name, [])
+
+    detail = "Only coerce objects that have a `values` property."
+    data = {"steps": [
+        {"title": "Modify `__setitem__` in `DataArray`", "detail": detail,
+         "files": [array, "xarray/core/dataset.py"], "symbol": "none"},
+        # A title writing no code leaves the detail's words to say it.
+        {"title": "Coerce less", "detail": detail, "files": [array], "symbol": "none"},
+    ]}  # fmt: skip
+    steps = cite_symbols(data, definitions, [array], (), elsewhere)["steps"]
+    assert steps[0]["target"] == {
+        "kind": "definition", "name": "DataArray.__setitem__",
+        "path": array, "start": 700, "end": 716,
+    }  # fmt: skip
+    assert steps[1]["target"]["name"] == "DataArray.values"
+    # Without the codebase's names, the title's `__setitem__` fits nothing shown: no target,
+    # rather than the detail's `values`.
+    assert "target" not in cite_symbols(data, definitions, [array])["steps"][0]

@@ -136,3 +136,39 @@ def test_a_file_whose_reason_is_the_apps_words_is_the_apps_to_add(user):
             "reason": "The task names `requests/sessions.py`; added by the app.",
         }
     ]
+
+
+ARRAYS = """class Variable:
+    def __setitem__(self, key, value):
+        pass
+
+
+class DataArray:
+    @property
+    def values(self):
+        return 1
+
+    def __setitem__(self, key, value):
+        pass
+"""
+
+
+@pytest.mark.django_db
+def test_the_codebases_definitions_are_found_by_bare_and_by_class_and_method_name(
+    user, tmp_path, monkeypatch
+):
+    from rag import index as rag_index
+    from rag import profile
+
+    profile.build_into(tmp_path, profile.sources({"xarray/core/arrays.py": ARRAYS}))
+    monkeypatch.setattr(rag_index, "index_dir", lambda codebase_id: tmp_path)
+    ctx = context(user, "Variable.__setitem__ coerces objects with a values property")
+    # "Modify `__setitem__` in `DataArray`" is looked up as `DataArray.__setitem__`.
+    assert [name for name, _ in ctx.defined("DataArray.__setitem__")] == ["DataArray.__setitem__"]
+    assert ctx.defined("DataArray.__setitem__")[0][1].line == 11
+    assert sorted(name for name, _ in ctx.defined("__setitem__")) == [
+        "DataArray.__setitem__",
+        "Variable.__setitem__",
+    ]
+    # A class that neither defines nor inherits the method: nothing, not its namesakes.
+    assert ctx.defined("Dataset.__setitem__") == []
