@@ -125,6 +125,11 @@ _APPROVAL = {
         r"no (?:further |other |major |real |more )?(?:objections?|concerns?|issues?|problems?|"
         r"comments?)",
         r"no (?:further |other )?changes? (?:are |is )?(?:needed|required|necessary)",
+        # A change called harmless (seaborn-3010 on local-1.5b: "This is a minor issue, as the
+        # line remains unchanged. It does not affect the functionality or the code context."),
+        # not the complaint that it misses what should change ("the output of `render()`").
+        r"(?:does|do|will|would|should)(?: not|n[’']t) (?:affect|impact|break|alter) (?:the |its "
+        r"|any )?(?:functionality|behaviou?r|results?|output|correctness)(?! (?:of|in|for|at)\b)",
         r"^\W*(?:good|great|fine|ok|okay|yes|correct|nice)",
     ),
     "vi": _words(

@@ -62,6 +62,8 @@ RESTATED = (
         # xarray-2905 on local-1.5b: a title left alone at the end of the review.
         "**Test file `xarray/tests/test_variable.py`:**",
         "**Update Documentation**:",
+        "This is a minor issue, as the line remains unchanged. It does not affect the "
+        "functionality or the code context.",
     ],
 )
 def test_a_sentence_about_the_reviewer_or_praise_or_narration_is_no_objection(sentence):
@@ -89,6 +91,7 @@ def test_a_sentence_about_the_reviewer_or_praise_or_narration_is_no_objection(se
         "**No test in `tests/test_requests.py`**:",
         "**`counter` must be locked in `app/auth.py`**:",
         "Use a lock around `counter` in `app/auth.py`.",
+        "Step 2 does not affect the output of `render()`, which is where the bug shows.",
     ],
 )
 def test_a_critique_or_a_sentence_about_the_code_is_an_objection(sentence):
