@@ -247,9 +247,14 @@ _STEP_OR_TEST = _words(r"step \d+", r"buoc \d+", r"tests?", r"testing", r"kiem t
 
 
 def _heading(text: str) -> bool:
-    """Whether a bullet only titles the bullets under it: `**Missing check**:`, `Issues:`."""
+    """Whether a bullet only titles the bullets under it: `**Missing check**:`, `Issues:`,
+    `**[E5] find_symbol(Line) — seaborn/_marks/line.py:120-136**:` (a `path:line` is no
+    colon of a label)."""
     title = text.strip().rstrip("*_ ")
-    return title.endswith(":") and ":" not in title[:-1] and len(title) <= 120
+    return title.endswith(":") and ":" not in _LINE_COLON.sub("", title[:-1]) and len(title) <= 120
+
+
+_LINE_COLON = re.compile(r":(?=\d)")
 
 
 def _clip(text: str) -> str:

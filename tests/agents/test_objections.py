@@ -62,6 +62,8 @@ RESTATED = (
         # xarray-2905 on local-1.5b: a title left alone at the end of the review.
         "**Test file `xarray/tests/test_variable.py`:**",
         "**Update Documentation**:",
+        # seaborn-3010: an evidence item's heading, with its `path:line`, as a title.
+        "**[E5] find_symbol(Line) — seaborn/_marks/line.py:120-136**:",
         "This is a minor issue, as the line remains unchanged. It does not affect the "
         "functionality or the code context.",
     ],
