@@ -364,7 +364,8 @@ def is_objection(sentence: str, language: str = "") -> bool:
     language = language or detect_language(sentence)
     # A title names what it is about and says nothing of it ("**Test file `x.py`:**", alone
     # in xarray-2905's review on local-1.5b): it objects only in its own words ("**No test
-    # in `x.py`**:", "**Use a lock**:"), never by naming code.
+    # in `x.py`**:", "**`counter` must be locked**:"), never by naming code, and its first
+    # word is its topic ("**Test file …**:"), not an imperative.
     title = _heading(sentence)
     return any(_objecting_clause(c, o, language, title=title) for c, o in _clauses(sentence))
 
