@@ -326,14 +326,18 @@ def _defined_elsewhere(
     return once[0] if len(once) == 1 else None
 
 
+PAIR_SPANS = 4
+"""A title names a method and its class among its first few code names; more are a list."""
+
+
 def _written_pair(
     step: dict[str, Any], elsewhere: Callable[[str], list[tuple[str, Definition]]]
 ) -> tuple[str, Definition] | None:
     """The one definition the step's title writes as a method and its class in two code spans
     ("Modify `__setitem__` in `DataArray`"), found by `elsewhere` (which takes `Class.method`),
-    or None."""
+    or None. The title's first PAIR_SPANS names are paired: a lookup each, in order."""
     spans = [s for s in dict.fromkeys(_CODE_SPAN.findall(str(step.get("title", ""))))
-             if _BARE.fullmatch(s)]  # fmt: skip
+             if _BARE.fullmatch(s)][:PAIR_SPANS]  # fmt: skip
     found = {
         hit
         for owner in spans
