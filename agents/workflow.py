@@ -34,8 +34,8 @@ STOPPED = "stopped"
 """Where a stopped session's state rests (not a step: the page shows where it stopped)."""
 
 NODES: dict[str, Node] = {
-    "analyze_codebase": Node("Analyze codebase", "A", "investigate"),
-    "investigate": Node("Investigate the code", "A", "propose_changes"),
+    "investigate": Node("Investigate the code", "A", "analyze_codebase"),
+    "analyze_codebase": Node("Analyze codebase", "A", "propose_changes"),
     "propose_changes": Node("Propose changes", "A", "review_and_refine"),
     "review_and_refine": Node("Review & refine", "B", "verify_review"),
     "verify_review": Node("Check the review", "system", "check_rules"),

@@ -154,7 +154,7 @@ class Message(models.Model):
 class PlanningState(models.Model):
     session = models.OneToOneField(PlanningSession, on_delete=models.CASCADE, related_name="state")
     """The session this workflow state belongs to."""
-    current_node = models.CharField(max_length=40, default="analyze_codebase")
+    current_node = models.CharField(max_length=40, default="investigate")
     """The node to run next (or checkpoint / completed / stopped)."""
     analysis = models.TextField(blank=True)
     """Output of analyze_codebase."""

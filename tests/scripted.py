@@ -1,8 +1,8 @@
 """Scripted replies for the calls production makes around the turns a test is about.
 
 Sessions investigate as they do in production (PLANAGENTS_EVIDENCE_STEPS at its default), so a
-session scripted turn by turn scripts Agent A's evidence plan before its first proposal (in
-planning mode after the analysis, in debate mode before A's first turn) and, once there is
+session scripted turn by turn scripts Agent A's evidence plan before its first turn (in
+planning mode before the analysis, in debate mode before A's first turn) and, once there is
 evidence, the check of each review's objections after the review."""
 
 from __future__ import annotations

@@ -317,8 +317,12 @@ def default_steps(
             kind="independent",
         )
     ]  # fmt: skip
-    failed_in = frame_names(task, paths)
-    lookups = [("find_symbol", name, f"where the traceback failed: {name}") for name in failed_in]
+    frames = failed_frames(task, paths)
+    failed_in = [name for name, _ in frames]
+    lookups = [
+        ("find_symbol", _frame_lookup(name, path), f"where the traceback failed: {name}")
+        for name, path in frames
+    ]
     lookups += [(n.tool, n.argument, n.why) for n in named if n.found and n.tool]
     ruled_out = {n.written for n in named if not n.found}
     names = dict.fromkeys(a or b for a, b in _IDENTIFIER.findall(without_markup(task)))
@@ -340,8 +344,14 @@ def default_steps(
 
 
 def frame_names(task: str, paths: Iterable[str]) -> list[str]:
-    """The functions where each pasted traceback failed in this codebase (`failed_frames`)."""
-    return list(dict.fromkeys(name for name, _ in failed_frames(task, paths)))
+    """What to look up where each pasted traceback failed in this codebase (`failed_frames`):
+    the function's name, or `path::name` for a protocol method such as `__getattr__`, which
+    only its file makes a place."""
+    return list(dict.fromkeys(_frame_lookup(n, p) for n, p in failed_frames(task, paths)))
+
+
+def _frame_lookup(name: str, path: str | None) -> str:
+    return f"{path}::{name}" if path and name.startswith("__") else name
 
 
 def failed_frames(task: str, paths: Iterable[str]) -> list[tuple[str, str | None]]:
@@ -364,10 +374,12 @@ def failed_frames(task: str, paths: Iterable[str]) -> list[tuple[str, str | None
     for written, text, trace in frames:
         tail = written.replace("\\", "/").lower().split("/")
         name = text.split("\n", 1)[0].rsplit(".", 1)[-1]
-        if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("__"):
-            continue  # `<module>`, `<lambda>`; `__getitem__` names a protocol, not a place
+        if not name.isidentifier() or keyword.iskeyword(name):
+            continue  # `<module>`, `<lambda>`
         suffixes = ("/".join(tail[-n:]) for n in range(min(2, len(tail)), min(len(tail), 6) + 1))
         file = next((files[x] for x in suffixes if x in files), None)
+        if name.startswith("__") and file is None:
+            continue  # `__getitem__` names a protocol; only with its file is it a place
         if file is not None or packages & set(tail[:-1]):
             innermost[trace] = (name, file)
     return list(dict.fromkeys(innermost.values()))

@@ -203,6 +203,9 @@ class Workspace:
         result = self._nav().find_symbol(name)
         hits = [h for h in result.hits if h.path in self.files]
         if not hits:
+            as_file = self._as_file(name)
+            if as_file is not None:
+                return as_file
             return ToolResult("find_symbol", name, False, _suggesting(result.message, result))
         first = hits[0]
         listing = [f"- {h.kind} `{h.qualified_name}` — {h.location}" for h in hits[:5]]
@@ -382,6 +385,22 @@ class Workspace:
         near = closest_paths(resolved.written or written, list(self.files))
         hint = f" Did you mean: {', '.join(near)}?" if near else ""
         return None, f"No file `{resolved.written or written}` in this codebase.{hint}"
+
+    def _as_file(self, written: str) -> ToolResult | None:
+        """outline's answer for a file given where a name was asked for (`find_symbol
+        pkg/mod.py`), its message saying so; None when `written` is not one of the files.
+        The 1.5B model looked up `astropy/coordinates/sky_coordinate.py` as a symbol to find
+        what it defines, and was told "Did you mean: copy, _copy, ipyio"."""
+        if "::" in written:
+            return None
+        real, _refusal = self._resolve(written)
+        if real is None:
+            return None
+        outlined = self.outline(real)
+        note = f"`{written.strip()}` is a file, not a name; its outline. "
+        return replace(
+            outlined, tool="find_symbol", argument=written, message=note + outlined.message
+        )
 
     def _as_name(self, written: str, refusal: str) -> ToolResult | None:
         """find_symbol's answer for a name given where a file was asked for (`outline Linker`,

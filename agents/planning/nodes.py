@@ -347,11 +347,14 @@ class NodeResult:
 
 
 def analyze_codebase(ctx: NodeContext) -> NodeResult:
+    """Agent A's reading of the code as it is, after the investigation: it sees the evidence,
+    and its prompt starts as the proposal's does (`proposal_start`), so the local model's
+    prompt cache holds that start for the proposal. Before the investigation, with a prompt of
+    its own, the proposal read its 3,000-token start uncached (bench/logs/grounding-findings.md)."""
     prompt = (
-        "Analyze the code below for the task: which files and functions matter and how they "
+        "Analyze the code above for the task: which files and functions matter and how they "
         "work today, citing `path:line`. Describe the code as it is; do not propose the change "
-        "yet. At most 180 words.\n\n"
-        f"Task: {ctx.session.task}{ctx.notes()}\n\n{code_context(ctx.hits)}\n\n"
+        "yet. At most 180 words. "
         f"{language_rule(ctx.session.language)}\n\nYour analysis:"
     )
     message = text_turn(
@@ -359,10 +362,10 @@ def analyze_codebase(ctx: NodeContext) -> NodeResult:
         agent_for(ctx.session, "A"),
         turn_key=f"analyze:{ctx.state.iteration}",
         node="analyze_codebase",
-        messages=ctx.messages(AGENT_A, [], [prompt]),
+        messages=ctx.messages(AGENT_A, proposal_start(ctx), [prompt]),
         max_tokens=320,
         # The 0.5B model "analyses" by pasting the code it was shown back: redone once.
-        answering=code_context(ctx.hits),
+        answering="\n\n".join(ctx.grounding()),
         answering_label="the code context",
     )
     _store_citations(ctx, message)
@@ -375,9 +378,14 @@ def investigate(ctx: NodeContext) -> NodeResult:
     return NodeResult({})
 
 
+def proposal_start(ctx: NodeContext) -> list[str]:
+    """What the analysis's and every proposal's prompt start with: the grounding, the task."""
+    return [*ctx.grounding(), f"Task: {ctx.session.task}{ctx.notes()}"]
+
+
 def propose_changes(ctx: NodeContext) -> NodeResult:
     iteration = ctx.state.iteration + 1
-    shared = [*ctx.grounding(), f"Task: {ctx.session.task}{ctx.notes()}"]
+    shared = proposal_start(ctx)
     parts: list[str] = []
     if ctx.state.analysis:
         parts.append(f"Analysis so far:\n{ctx.state.analysis}")

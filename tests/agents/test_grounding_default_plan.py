@@ -68,6 +68,35 @@ def test_a_traceback_into_a_file_of_the_codebase_counts_without_a_package():
     assert frame_names(task, ["tools/other.py"]) == []
 
 
+ASTROPY_TASK = (
+    "Subclassed SkyCoord gives misleading attribute access message\n"
+    "```\n"
+    "Traceback (most recent call last):\n"
+    '  File "test.py", line 11, in <module>\n'
+    "    c.prop\n"
+    '  File "/Users/me/miniconda3/lib/python3.7/site-packages/astropy/coordinates/'
+    'sky_coordinate.py", line 600, in __getattr__\n'
+    "    .format(self.__class__.__name__, attr))\n"
+    "AttributeError: 'custom_coord' object has no attribute 'prop'\n"
+    "```"
+)
+ASTROPY = ["astropy/__init__.py", "astropy/coordinates/sky_coordinate.py", "astropy/units/core.py"]
+
+
+def test_a_traceback_failing_in_a_protocol_method_of_a_known_file_looks_it_up_in_that_file():
+    # astropy-14096: the error surfaces in `SkyCoord.__getattr__`, the definition the fix
+    # changed; `__getattr__` alone names a method of every other class too.
+    assert frame_names(ASTROPY_TASK, ASTROPY) == [
+        "astropy/coordinates/sky_coordinate.py::__getattr__"
+    ]
+    steps = [s for s in default_steps(ASTROPY_TASK, ASTROPY) if s.tool == "find_symbol"]
+    assert steps[0].argument == "astropy/coordinates/sky_coordinate.py::__getattr__"
+    assert steps[0].why == "where the traceback failed: __getattr__"
+    # The same frame in a file of the package this codebase does not hold names no place.
+    moved = ["astropy/__init__.py", "astropy/coordinates/sky.py"]
+    assert frame_names(ASTROPY_TASK, moved) == []
+
+
 def test_steps_that_copy_the_tool_guide_are_not_run():
     assert copies_the_guide("find_symbol(name)")
     assert copies_the_guide(" query ")
@@ -107,7 +136,7 @@ async def test_a_session_runs_the_models_real_lookups_and_not_the_guides_example
         "new_files": [],
     }
     FakeProvider.script(
-        "fake", "TokenStore is in `todo/auth.py:1`.", plan, proposal, "Fine.", "Fine."
+        "fake", plan, "TokenStore is in `todo/auth.py:1`.", proposal, "Fine.", "Fine."
     )
     session = await start(task="Make the token store drop old tokens")
     client = Client(user, session.pk)

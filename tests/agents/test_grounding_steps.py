@@ -451,8 +451,8 @@ async def test_every_step_of_the_final_plan_cites_a_line_it_was_shown(start, use
     path = hits[0].path
     FakeProvider.script(
         "fake",
-        "Tokens live in the store.",
         NO_LOOKUPS,
+        "Tokens live in the store.",
         proposal(path),
         "Looks right.",
         "Looks right.",

@@ -105,6 +105,15 @@ def test_outline_of_a_name_outlines_the_file_that_defines_it(ws):
     assert "class TokenStore" in result.text  # the file's outline
 
 
+def test_find_symbol_of_a_file_outlines_that_file(ws):
+    result = ws.call("find_symbol", "todo/storage.py")
+    assert result.found and result.tool == "find_symbol" and result.path == "todo/storage.py"
+    assert "`todo/storage.py` is a file, not a name; its outline." in result.message
+    assert "class TodoStorage" in result.text and "mark_done" in result.text
+    # A file this codebase lacks is still a name that names nothing.
+    assert not ws.call("find_symbol", "todo/nothing_here.py").found
+
+
 def test_read_file_of_a_name_reads_its_definition(ws):
     result = ws.call("read_file", "TodoStorage.mark_done")
     assert result.found and result.tool == "read_file" and result.path == "todo/storage.py"

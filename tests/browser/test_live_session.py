@@ -51,13 +51,14 @@ def held(name: str, text: str, pieces: int = 3) -> dict[str, Any]:
     return {"hold": {"text": text, "pieces": pieces, "name": name}}
 
 
+NO_PLAN = {"steps": [], "next_action": "synthesize"}
 SCRIPT = {
     "fake": {
         "text": [
             held("analyze", f"The login flow starts at `{PATH}:1`, where **every** attempt is checked.", pieces=9),
             held("review", REVIEW),
         ],
-        "EvidencePlan": [held("investigate", json.dumps({"steps": [], "next_action": "synthesize"}))],
+        "EvidencePlan": [held("investigate", json.dumps(NO_PLAN))],
         "Proposal": [held("propose", json.dumps(PROPOSAL), pieces=20)],
         "Verdicts": [held("verify", json.dumps({"verdicts": [{"objection": 1, "verdict": "keep"}]}))],
         "PlanDraft": [held("finalize", json.dumps(PLAN), pieces=20)],
@@ -185,6 +186,11 @@ def test_at_every_node_the_sidebar_status_and_usage_match_the_database(server, b
     page.set_default_timeout(WAIT)
     session = start_planning(page, server, "Add rate limiting to the login endpoint")
 
+    reach(page, server, "investigate")
+    page_matches_database(page, server, session, "investigate")
+    expect(page.locator("#running-label")).to_contain_text("waiting for the model")
+    server.release("investigate")
+
     reach(page, server, "analyze")
     page_matches_database(page, server, session, "analyze_codebase")
     streaming = page.locator("article.msg.state-streaming")
@@ -194,11 +200,6 @@ def test_at_every_node_the_sidebar_status_and_usage_match_the_database(server, b
     expect(streaming.locator(".body code")).to_have_text(f"{PATH}:1")
     expect(streaming.locator(".body strong")).to_have_text("every")
     server.release("analyze")
-
-    reach(page, server, "investigate")
-    page_matches_database(page, server, session, "investigate")
-    expect(page.locator("#running-label")).to_contain_text("waiting for the model")
-    server.release("investigate")
 
     reach(page, server, "propose")
     page_matches_database(page, server, session, "propose_changes")
@@ -255,7 +256,13 @@ def test_at_every_node_the_sidebar_status_and_usage_match_the_database(server, b
 
 @pytest.fixture(scope="module")
 def stop_server(tmp_path_factory):
-    script = {"fake": {"text": [held("first", "A reply that never starts.", pieces=0)]}}
+    # Agent A plans no lookups (the app's own run), then its analysis never starts.
+    script = {
+        "fake": {
+            "EvidencePlan": [NO_PLAN],
+            "text": [held("first", "A reply that never starts.", pieces=0)],
+        }
+    }
     with serve(tmp_path_factory.mktemp("live-stop"), script=script) as running:
         yield running
 
@@ -277,10 +284,10 @@ def test_a_session_stopped_before_the_first_token_says_nothing_was_decided(stop_
     summary = page.locator("article.msg.role-system", has_text="Summary")
     expect(summary).to_contain_text("nothing was proposed or decided")
     expect(page.locator("#where")).to_have_text(
-        f"Stopped during step 1 of {len(steps())}: Analyze codebase"
+        f"Stopped during step 2 of {len(steps())}: Analyze codebase"
     )
     marks = page.evaluate(SIDEBAR)
-    assert "done" not in marks and marks[0] == "stopped", marks
+    assert marks[:2] == ["done", "stopped"] and "done" not in marks[2:], marks
     expect(page.locator("#workflow li.stopped")).to_contain_text("stopped here")
     assert saved_state(server, session)["status"] == "stopped"
     page.reload()

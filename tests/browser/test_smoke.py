@@ -44,9 +44,10 @@ def test_a_new_user_uploads_plans_and_approves_in_a_real_browser(server, browser
     page.fill("textarea[name=task]", "Add rate limiting to the login endpoint")
     page.click("#new-session button[type=submit]")
 
-    # Tokens stream into Agent A's first message, labelled with its node.
+    # Agent A's first message is its evidence plan, labelled with its node; its analysis
+    # streams in after the evidence.
     first = page.locator("article.msg.agent-A").first
-    expect(first.locator(".node")).to_have_text("analyze_codebase")
+    expect(first.locator(".node")).to_have_text("investigate")
     expect(first.locator(".body")).not_to_be_empty()
     expect(page.locator("#conn")).to_have_text("live")
 

@@ -238,7 +238,7 @@ async def test_a_proposal_cut_by_its_time_limit_keeps_its_finished_steps_through
     settings.PLANAGENTS_LLM_CALL_TIME_LIMIT = 0.2
     cut_in_step_two = PROPOSAL.split().index('"Refuse')
     FakeProvider.script(
-        "fake", "Login is in todo/api.py.", NO_LOOKUPS, held(PROPOSAL, pieces=cut_in_step_two + 2)
+        "fake", NO_LOOKUPS, "Login is in todo/api.py.", held(PROPOSAL, pieces=cut_in_step_two + 2)
     )
     session = await start(mode="planning")
     client = Client(user, session.pk)

@@ -13,6 +13,7 @@ from agents.providers.fake import FakeProvider, Hold
 from conversations import services
 from conversations.models import Message, Plan, PlanningSession, PlanningState
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -77,7 +78,7 @@ async def test_a_stalled_session_resumes_without_duplicating_the_cut_off_turn(us
 
 async def test_a_live_session_is_not_restarted_by_a_viewer(start, user, monkeypatch):
     held = Hold("The login flow starts in the view and goes on.", pieces=2)  # the analysis
-    FakeProvider.script("fake", held)
+    FakeProvider.script("fake", NO_LOOKUPS, held)
     session = await start()
     client = Client(user, session.pk)
     await client.connect()

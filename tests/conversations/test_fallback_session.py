@@ -142,8 +142,8 @@ async def test_an_error_no_retry_can_fix_pauses_instead_of_falling_back(start, u
 async def test_the_fallback_finishes_a_planning_proposal_cut_off_mid_json(start, user, slept):
     FakeProvider.script(
         "fake",
-        "The login view is in app/api.py.",  # analyze_codebase
         NO_LOOKUPS,  # investigate
+        "The login view is in app/api.py.",  # analyze_codebase
         FailAfter('{"summary": "Add a limiter", "steps": []}', pieces=2, error=RetryableError("x")),
     )
     session = await start(mode="planning", fallback_profile="fake-backup")

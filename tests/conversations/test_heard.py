@@ -32,8 +32,8 @@ async def test_notes_and_change_requests_reach_the_prompt_and_are_recorded_as_he
     held = Hold(f"The login flow starts at `{path}:1`. " * 3, pieces=2)
     FakeProvider.script(
         "fake",
-        held,  # analyze_codebase
         NO_LOOKUPS,  # investigate
+        held,  # analyze_codebase
         proposal(path),
         "Looks right; add a test.",  # no objection: nothing to verify
     )

@@ -53,8 +53,11 @@ def evidence_messages(session):
     return sorted(rows, key=lambda m: m.data["evidence"]["number"])
 
 
-async def run_to_checkpoint(start, user, *script):
-    FakeProvider.script("fake", "TokenStore is in `todo/auth.py:1`.", *script)
+async def run_to_checkpoint(start, user, *script, plan_calls=1):
+    """Runs a session on `script` to its checkpoint: the investigation's `plan_calls` replies
+    first, then Agent A's analysis (it reads the evidence), then the rest."""
+    analysis = "TokenStore is in `todo/auth.py:1`."
+    FakeProvider.script("fake", *script[:plan_calls], analysis, *script[plan_calls:])
     session = await start(task=TASK)
     client = Client(user, session.pk)
     await client.connect()
@@ -103,7 +106,7 @@ async def test_a_second_round_sees_what_the_first_found(start, user):
                          "why": "its methods", "depends_on": [], "kind": "independent"}],
               "next_action": "synthesize"}  # fmt: skip
     session, client = await run_to_checkpoint(
-        start, user, evidence_plan("retrieve"), second, proposal(), "Fine.", "Fine."
+        start, user, evidence_plan("retrieve"), second, proposal(), "Fine.", "Fine.", plan_calls=2
     )
     replan = FakeProvider.calls("fake", text=False)[1].prompt
     assert "Found so far:" in replan and "[E1] find_symbol(TokenStore) → todo/auth.py:" in replan
@@ -115,7 +118,7 @@ async def test_a_second_round_sees_what_the_first_found(start, user):
 
 async def test_bad_json_gets_one_repair(start, user):
     session, client = await run_to_checkpoint(
-        start, user, "{not json", evidence_plan(), proposal(), "Fine.", "Fine."
+        start, user, "{not json", evidence_plan(), proposal(), "Fine.", "Fine.", plan_calls=2
     )
     structured = FakeProvider.calls("fake", text=False)
     assert "That JSON is not valid" in structured[1].prompt  # the repair, then the real plan
@@ -127,7 +130,9 @@ async def test_bad_json_gets_one_repair(start, user):
 async def test_an_unusable_plan_falls_back_to_the_apps_own_and_the_session_goes_on(start, user):
     bad = {"steps": [{"id": "E1", "tool": "grep", "argument": "x", "why": "w",
                       "depends_on": [], "kind": "independent"}], "next_action": "synthesize"}  # fmt: skip
-    session, client = await run_to_checkpoint(start, user, bad, bad, proposal(), "Fine.", "Fine.")
+    session, client = await run_to_checkpoint(
+        start, user, bad, bad, proposal(), "Fine.", "Fine.", plan_calls=2
+    )
     plan_message = await database_sync_to_async(
         lambda: Message.objects.get(session=session, node="investigate", role="agent")
     )()
@@ -247,7 +252,7 @@ async def test_the_file_a_called_method_is_handed_down_to_comes_first_in_the_cho
     plan = {"steps": [{"id": "E1", "tool": "find_symbol", "argument": "Frame", "why": "the API",
                        "depends_on": [], "kind": "independent"}], "next_action": "synthesize"}  # fmt: skip
     route = {"route": "change", "confidence": 0.9}  # the task opens with code: phase 1 asks
-    FakeProvider.script("fake", route, "Frame.copy is in `shop/api.py:10`.", plan,
+    FakeProvider.script("fake", route, plan, "Frame.copy is in `shop/api.py:10`.",
                         proposal("shop/core.py"), "Fine.", "Fine.")  # fmt: skip
     session = await database_sync_to_async(services.start_session)(
         user, codebase=codebase, task=COPY_TASK, mode="planning",
@@ -306,7 +311,7 @@ async def test_the_file_a_pasted_traceback_fails_in_is_in_the_plan_whatever_the_
     start, user
 ):
     FakeProvider.script(
-        "fake", "Tokens are in `todo/auth.py:1`.", evidence_plan(), proposal(), "Fine.", "Fine."
+        "fake", evidence_plan(), "Tokens are in `todo/auth.py:1`.", proposal(), "Fine.", "Fine."
     )
     session = await start(task=TRACEBACK_TASK)
     client = Client(user, session.pk)

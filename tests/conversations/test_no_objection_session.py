@@ -30,7 +30,7 @@ async def test_a_reviewer_that_only_refuses_leaves_no_objection_in_the_plan(
     paths = CodeFile.objects.filter(codebase=codebase, role="source").values_list("path")
     path = (await database_sync_to_async(paths.first)())[0]
     FakeProvider.script(
-        "fake", "The login flow.", NO_LOOKUPS, proposal(path), REFUSAL, AGAIN, plan_draft(path),
+        "fake", NO_LOOKUPS, "The login flow.", proposal(path), REFUSAL, AGAIN, plan_draft(path),
     )  # fmt: skip
     session = await start()
     ws = Client(user, session.pk)

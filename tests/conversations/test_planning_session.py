@@ -124,8 +124,8 @@ async def test_a_review_that_echoes_the_proposal_is_redone_before_validation(sta
     review = "The count lives in process memory; two workers would each allow five attempts."
     FakeProvider.script(
         "fake",
-        f"The login flow starts at `{path}:1`.",
         NO_LOOKUPS,  # investigate
+        f"The login flow starts at `{path}:1`.",
         {**proposal(path), "summary": summary},
         f"Agreed. {summary}",  # review_and_refine, echoing the proposal
         review,

@@ -33,10 +33,12 @@ def source_path(codebase):
 
 
 async def test_a_turn_opens_with_a_progress_event_saying_the_prompt_is_being_read(watched):
-    held = Hold("The login flow starts in the handler. " * 5, pieces=2)
-    FakeProvider.script("fake", held)
+    held = Hold("The login flow starts in the handler. " * 5, pieces=2)  # the analysis
+    FakeProvider.script("fake", NO_LOOKUPS, held)  # the investigation's plan comes first
     session, client = await watched()
-    progress = await client.until(lambda e: e["type"] == "progress")
+    progress = await client.until(
+        lambda e: e["type"] == "progress" and e.get("node") == "analyze_codebase"
+    )
     assert await asyncio.to_thread(held.reached.wait, 60)
 
     call = FakeProvider.calls("fake", text=True)[0]
@@ -117,11 +119,17 @@ def test_a_session_stopped_before_any_step_ran_shows_no_step_done(user, codebase
     assert {s["status"] for s in panel["steps"]} == {"pending"}
     assert panel["step"] == 0
 
-    # Stopped while analysing: that step says so, none is done.
-    _turn(session, 2, "analyze_codebase", "fake", 0, Message.State.INTERRUPTED)
+    # Stopped while investigating, the first step: that step says so, none is done.
+    _turn(session, 2, "investigate", "fake", 0, Message.State.INTERRUPTED)
     marks = {s["node"]: s["status"] for s in workflow_steps(session, state)["steps"]}
-    assert marks["analyze_codebase"] == "stopped"
+    assert marks["investigate"] == "stopped"
     assert "done" not in marks.values()
+
+    # Stopped while analysing, after the investigation: the investigation is done.
+    _turn(session, 3, "analyze_codebase", "fake", 0, Message.State.INTERRUPTED)
+    marks = {s["node"]: s["status"] for s in workflow_steps(session, state)["steps"]}
+    assert marks["investigate"] == "done" and marks["analyze_codebase"] == "stopped"
+    assert list(marks.values()).count("done") == 1
 
 
 async def test_a_redone_reply_keeps_its_discarded_attempt_and_says_why(watched, codebase):
@@ -133,7 +141,7 @@ async def test_a_redone_reply_keeps_its_discarded_attempt_and_says_why(watched, 
     echo = f"Agreed. {summary}"
     review = "The count lives in process memory; two workers would each allow five attempts."
     FakeProvider.script(
-        "fake", f"See `{path}:1`.", NO_LOOKUPS, {**proposal(path), "summary": summary}, echo,
+        "fake", NO_LOOKUPS, f"See `{path}:1`.", {**proposal(path), "summary": summary}, echo,
         review, kept(1),
     )  # fmt: skip
     session, client = await watched()
@@ -173,8 +181,8 @@ async def test_a_repaired_structured_reply_says_why_its_text_starts_again(watche
     path = await database_sync_to_async(source_path)(codebase)
     FakeProvider.script(
         "fake",
-        f"See `{path}:1`.",
         NO_LOOKUPS,  # investigate
+        f"See `{path}:1`.",  # analyze_codebase
         '{"summary": "Throttle failed logins in the login handler.", "steps": [',  # cut off
         proposal(path),  # the repair
         f"The proposal does not test the 429 path: add a test to `{path}` for it.",

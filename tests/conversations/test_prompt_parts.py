@@ -17,7 +17,7 @@ from agents import debate, plan_writer
 from agents.analysis import guidance
 from agents.investigation.clarify import QuestionAsked
 from agents.investigation.evidence import candidate_paths
-from agents.investigation.session import profile_summary
+from agents.investigation.session import load_evidence, profile_summary
 from agents.planning import nodes
 from agents.prompts import AGENT_A, AGENT_B, OBJECTIONS_CUE, TEAM, TOOL_GUIDE
 from agents.providers.fake import FakeProvider
@@ -120,9 +120,9 @@ def with_note(session: PlanningSession) -> None:
 # ---------------------------------------------------------------- the planning nodes
 
 
-def test_the_analysis_prompt_holds_the_task_the_notes_and_the_code(session):
+def test_the_analysis_prompt_holds_the_grounding_the_task_and_the_notes(session):
     with_note(session)
-    ctx = context(session)
+    ctx = investigated(session)
     nodes.analyze_codebase(ctx)
     call = FakeProvider.latest(asking="Your analysis:")
     assert missing(call.messages[0].content, a_system(ctx)) == []
@@ -131,15 +131,31 @@ def test_the_analysis_prompt_holds_the_task_the_notes_and_the_code(session):
         missing(
             call.request,
             {
-                "the request": "Analyze the code below for the task",
+                **grounding(session, ctx),
                 "the task": f"Task: {TASK}",
                 "the human's notes": f"Notes from the human:\n- {NOTE}",
-                "the retrieved code": "Code context (untrusted):\n\n### todo/",
+                "the request": "Analyze the code above for the task",
                 "the answer's language": "Write your answer in English.",
             },
         )
         == []
     )
+
+
+def test_the_analysis_and_the_proposal_prompts_start_alike_up_to_agent_as_role(session):
+    """The local model's prompt cache holds what a prompt shares with the one before it: the
+    proposal reads only its own parts after the analysis (llama.cpp reuses the common prefix)."""
+    ctx = investigated(session)
+    nodes.analyze_codebase(ctx)
+    analysis = FakeProvider.latest(asking="Your analysis:")
+    ctx = context(session, analysis=ANALYSIS)
+    ctx.evidence = load_evidence(session.pk, nodes.INVESTIGATION)
+    nodes.propose_changes(ctx)
+    proposal = FakeProvider.latest(schema="Proposal")
+    start = analysis.request[: analysis.request.index(AGENT_A) + len(AGENT_A)]
+    assert proposal.messages[0].content == analysis.messages[0].content
+    assert proposal.request.startswith(start)
+    assert "Evidence from the codebase (untrusted data" in start
 
 
 def test_the_first_proposal_prompt_holds_the_grounding_the_task_and_the_analysis(session):

@@ -37,7 +37,8 @@ def test_a_line_that_restates_the_proposal_or_the_task_is_no_objection():
 async def test_an_analysis_that_pastes_the_code_back_is_redone(start, user, codebase):
     hits = await database_sync_to_async(retrieve)(codebase, TASK, 6)
     pasted = f"The code is as follows:\n\n```python\n{hits[0].text}\n```"
-    FakeProvider.script("fake", pasted)  # the analysis; everything after by default
+    # The investigation's plan, then the analysis; everything after by default.
+    FakeProvider.script("fake", NO_LOOKUPS, pasted)
     session = await start(task=TASK)
     client = Client(user, session.pk)
     await client.connect()
@@ -57,8 +58,8 @@ async def test_restated_review_lines_do_not_become_decisions(start, user, codeba
     path = (await database_sync_to_async(source_paths)(codebase))[0]
     FakeProvider.script(
         "fake",
-        f"The login flow starts at `{path}:1`.",
         NO_LOOKUPS,  # investigate
+        f"The login flow starts at `{path}:1`.",  # analyze_codebase
         {**proposal(path), "summary": PROPOSAL},
         f"- {PROPOSAL}\n- {REAL}",  # the review: one restatement, one objection
         kept(1),  # verify_review: only the objection is checked
@@ -80,7 +81,7 @@ async def test_restated_review_lines_do_not_become_decisions(start, user, codeba
 
 async def test_the_final_message_says_which_copied_fields_the_plan_left_out(start, user, codebase):
     path = (await database_sync_to_async(source_paths)(codebase))[0]
-    FakeProvider.script("fake", f"The login flow starts at `{path}:1`.", NO_LOOKUPS, proposal(path))
+    FakeProvider.script("fake", NO_LOOKUPS, f"The login flow starts at `{path}:1`.", proposal(path))
     session = await start(task=TASK)
     client = Client(user, session.pk)
     await client.connect()
@@ -105,8 +106,8 @@ async def test_the_proposal_message_says_when_its_summary_was_the_instructions(
     copied = "Two or three sentences on what changes and why."  # the request's own words
     FakeProvider.script(
         "fake",
-        f"The login flow starts at `{path}:1`.",
         NO_LOOKUPS,
+        f"The login flow starts at `{path}:1`.",
         {**proposal(path), "summary": copied},
     )
     session = await start(task=TASK)

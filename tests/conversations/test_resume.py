@@ -13,6 +13,7 @@ from conversations.consumers import REPLAY_LIMIT, REPLAY_MAX_CHARS
 from conversations.models import Message, PlanningSession, PlanningState
 from rag.models import Codebase
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -23,7 +24,9 @@ async def test_reconnecting_mid_stream_resumes_without_gap_or_duplicate(start, u
     monkeypatch.setattr(runtime, "FLUSH_SECONDS", 0)
     long_reply = " ".join(f"w{i}" for i in range(300))
     held = Hold(long_reply, pieces=150)
-    FakeProvider.script("fake", held, long_reply)
+    # The investigation's evidence plan, then the analysis (held), then the proposal's call
+    # gets a reply that is not JSON; the rest by default.
+    FakeProvider.script("fake", NO_LOOKUPS, held, long_reply)
     session = await start()
 
     first = Client(user, session.pk)

@@ -19,8 +19,8 @@ async def test_agent_b_gets_and_the_page_shows_the_apps_checks_of_the_proposal(s
     # The proposal changes the API, not TokenStore's file that the task names.
     FakeProvider.script(
         "fake",
-        "TokenStore is in `todo/auth.py:1`.",
         evidence_plan(),
+        "TokenStore is in `todo/auth.py:1`.",
         evidence_proposal("todo/api.py"),
         "TokenStore itself must change.",
     )

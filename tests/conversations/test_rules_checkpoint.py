@@ -44,8 +44,8 @@ async def to_checkpoint(start, user, codebase, *replies):
     await setup_rules_and_pins(codebase, path)
     FakeProvider.script(
         "fake",
-        f"The flow starts at `{path}:1`.",  # analyze_codebase
         NO_LOOKUPS,  # investigate
+        f"The flow starts at `{path}:1`.",  # analyze_codebase
         proposal(path),  # propose_changes
         "Looks right.",  # review_and_refine: no objection, nothing to verify …
         "Looks right.",  # … and again when asked once more
@@ -159,7 +159,7 @@ async def test_rules_and_pins_add_a_bounded_amount_to_a_prompt(start, user, code
 
     await many()
     FakeProvider.script(
-        "fake", "Analysis.", NO_LOOKUPS, proposal(path), "Review.", "Review.", violations()
+        "fake", NO_LOOKUPS, "Analysis.", proposal(path), "Review.", "Review.", violations()
     )
     session = await start()
     client = Client(user, session.pk)
@@ -177,7 +177,7 @@ async def test_rules_and_pins_add_a_bounded_amount_to_a_prompt(start, user, code
 
 async def test_without_rules_there_is_no_check_call_and_nothing_blocks(start, user, codebase):
     path = (await database_sync_to_async(source_paths)(codebase))[0]
-    FakeProvider.script("fake", "Analysis.", NO_LOOKUPS, proposal(path), "Review.", "Review.")
+    FakeProvider.script("fake", NO_LOOKUPS, "Analysis.", proposal(path), "Review.", "Review.")
     session = await start()
     client = Client(user, session.pk)
     await client.connect()

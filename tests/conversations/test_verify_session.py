@@ -48,8 +48,8 @@ def verdicts(*items):
 async def test_only_the_objection_the_evidence_supports_reaches_agent_a(start, user):
     FakeProvider.script(
         "fake",
-        "TokenStore is in `todo/auth.py:1`.",  # analyze_codebase
         evidence_plan(),  # investigate
+        "TokenStore is in `todo/auth.py:1`.",  # analyze_codebase
         proposal("todo/auth.py"),  # propose #1
         f"Two problems:\n1. {GROUNDED}\n2. {UNGROUNDED}",  # review #1
         verdicts((1, "keep", "E1 shows the class"), (2, "discard", "E1 shows a dict, not Redis")),
@@ -101,8 +101,8 @@ async def test_only_the_objection_the_evidence_supports_reaches_agent_a(start, u
 async def test_a_review_citing_evidence_that_does_not_exist_is_flagged(start, user):
     FakeProvider.script(
         "fake",
-        "TokenStore is in `todo/auth.py:1`.",
         evidence_plan(),
+        "TokenStore is in `todo/auth.py:1`.",
         proposal("todo/auth.py"),
         "The expiry check belongs in the login view [E9].",
         verdicts((1, "keep", "")),
@@ -154,8 +154,8 @@ async def test_verdicts_cut_off_at_their_token_limit_keep_the_ones_finished(star
     cut = whole[: whole.index('"keep"') + 4]
     FakeProvider.script(
         "fake",
-        "TokenStore is in `todo/auth.py:1`.",
         evidence_plan(),
+        "TokenStore is in `todo/auth.py:1`.",
         proposal("todo/auth.py"),
         f"Two problems:\n1. {UNGROUNDED}\n2. {GROUNDED}",
         cut,

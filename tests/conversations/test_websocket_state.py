@@ -2,6 +2,7 @@
 workflow enters and every LLM call it makes, not only when a socket connects."""
 
 import asyncio
+import json
 
 import pytest
 from channels.db import database_sync_to_async
@@ -12,6 +13,7 @@ from agents.workflow import CHECKPOINT, FIRST, NODES
 from conversations.models import PlanningSession, PlanningState
 from rag.models import Codebase
 from tests.conversations.wsclient import Client
+from tests.scripted import NO_LOOKUPS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("jobs_drained")]
 
@@ -26,19 +28,21 @@ def workflow_path() -> list[str]:
 
 
 async def test_a_state_event_names_each_node_as_the_workflow_enters_it(start, user):
-    held = Hold("The login flow starts in the views and goes on.", pieces=2)
-    FakeProvider.script("fake", held)  # the analysis, caught mid-stream; the rest by default
+    # The investigation's evidence plan, the first node's reply, caught mid-stream; the rest
+    # by default.
+    held = Hold(json.dumps(NO_LOOKUPS), pieces=2)
+    FakeProvider.script("fake", held)
     session = await start()
     client = Client(user, session.pk)
     await client.connect()
     assert await asyncio.to_thread(held.reached.wait, 60)
     connected = await client.until(lambda e: e["type"] == "session.state")
-    assert connected["node"] == "analyze_codebase"
+    assert connected["node"] == FIRST == "investigate"
     held.release.set()
     await client.until_state("awaiting_human", node="checkpoint")
 
     live = [e for e in client.events if not e.get("replay")]
-    # The job may enter analyze_codebase (and charge its call) before the socket joins the
+    # The job may enter investigate (and charge its call) before the socket joins the
     # session's group: the state the socket connected with stands for that first node.
     states = [connected, *(e for e in live if e["type"] == "session.state")]
     running = [e["node"] for e in states if e["status"] == "running"]
