@@ -26,6 +26,7 @@ from conversations import services
 from conversations.models import Message, PlanningSession
 from conversations.tasks import lease_name
 from planagents import jobs, leases, shutdown
+from tests.scripted import NO_LOOKUPS
 
 ROOT = Path(__file__).resolve().parents[2]
 GRACE = 2.0
@@ -220,7 +221,7 @@ def test_a_turn_mid_stream_parks_itself_and_the_sweep_resumes_it_in_its_message(
     user, codebase, settings, fresh_shutdown, caplog
 ):
     settings.PLANAGENTS_FAKE_LLM_DELAY = 0.01
-    FakeProvider.script("fake", REPLY)  # the analysis
+    FakeProvider.script("fake", NO_LOOKUPS, REPLY)  # the evidence plan, then the analysis
     session = start_session(user, codebase)
     cut = until("a turn mid-stream", lambda: streaming(session))
 
@@ -254,7 +255,7 @@ def test_a_job_that_never_looks_up_is_parked_at_the_end_of_the_grace(
 
     monkeypatch.setattr(turns, "shutdown", SimpleNamespace(check=lambda: None))
     held = Hold("The login flow starts in the view and goes on.", pieces=2)  # the analysis
-    FakeProvider.script("fake", held)
+    FakeProvider.script("fake", NO_LOOKUPS, held)
     session = start_session(user, codebase)
     assert held.reached.wait(60)
 
