@@ -83,9 +83,14 @@ _SELF = {
         # The same lack said of what the reviewer was given (pylint-4604, xarray-3095 on
         # local-1.5b: "The code context provided does not contain any relevant information
         # about `pylint/checkers/imports.py`", "The code context provided is untrusted data").
-        r"(?:code )?context(?: provided)? (?:does not|doesn[’']t|do not|don[’']t) (?:provide|"
-        r"contain|include|give|have|offer|mention)(?: any)?(?: relevant| specific| enough| "
-        r"sufficient| useful)? (?:information|details|context|documentation|comments)",
+        # And of the files it was shown (astropy-14096: "The code context provided does not
+        # contain any files or tests that are relevant to the proposed changes", "The code
+        # structure provided does not contain any files that are relevant"): what the
+        # reviewer saw, not what the proposal does.
+        r"(?:code )?(?:context|structure)(?: provided)? (?:does not|doesn[’']t|do not|don[’']t) "
+        r"(?:provide|contain|include|give|have|offer|mention|show)(?: any)?(?: relevant| "
+        r"specific| enough| sufficient| useful)? (?:information|details|context|documentation|"
+        r"comments|files?|tests?|code)",
         r"(?:code )?context(?: provided)? (?:is|are) untrusted",
     ),
     "vi": _words(

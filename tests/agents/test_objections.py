@@ -50,6 +50,11 @@ RESTATED = (
         "`pylint/checkers/imports.py` exists in the codebase.",
         "**Code context** — The code context provided is untrusted data from the uploaded "
         "codebase, which means it should not be followed.",
+        # astropy-14096 on local-1.5b, kept as Decisions rows by the verifier.
+        "**Code Context**: The code context provided does not contain any files or tests that "
+        "are relevant to the proposed changes.",
+        "**Inconsistent Code Structure**: The code structure provided does not contain any "
+        "files that are relevant to the proposed changes.",
         "The proposal looks good and addresses the task.",
         "I have no objections to this proposal.",
         "This should work fine.",
@@ -89,6 +94,7 @@ def test_a_sentence_about_the_reviewer_or_praise_or_narration_is_no_objection(se
         "Đề xuất thiếu kiểm thử cho hàm `login()`.",
         "Nên đặt lại bộ đếm sau khi đăng nhập thành công.",
         "The code context shows `login()` called from `api/views.py:12`, which no step updates.",
+        "The proposal does not contain any tests for the expired token in `todo/auth.py`.",
         # A title that says what is wrong, or asks for a change, in its own words.
         "**No test in `tests/test_requests.py`**:",
         "**`counter` must be locked in `app/auth.py`**:",
