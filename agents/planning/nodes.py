@@ -348,9 +348,10 @@ class NodeResult:
 
 def analyze_codebase(ctx: NodeContext) -> NodeResult:
     """Agent A's reading of the code as it is, after the investigation: it sees the evidence,
-    and its prompt starts as the proposal's does (`proposal_start`), so the local model's
+    and its prompt starts as the proposal's does (`turn_start`), so the local model's
     prompt cache holds that start for the proposal. Before the investigation, with a prompt of
     its own, the proposal read its 3,000-token start uncached (bench/logs/grounding-findings.md)."""
+    shared = turn_start(ctx)
     prompt = (
         "Analyze the code above for the task: which files and functions matter and how they "
         "work today, citing `path:line`. Describe the code as it is; do not propose the change "
@@ -362,10 +363,10 @@ def analyze_codebase(ctx: NodeContext) -> NodeResult:
         agent_for(ctx.session, "A"),
         turn_key=f"analyze:{ctx.state.iteration}",
         node="analyze_codebase",
-        messages=ctx.messages(AGENT_A, proposal_start(ctx), [prompt]),
+        messages=ctx.messages(AGENT_A, shared, [prompt]),
         max_tokens=320,
         # The 0.5B model "analyses" by pasting the code it was shown back: redone once.
-        answering="\n\n".join(ctx.grounding()),
+        answering="\n\n".join(shared[:-1]),
         answering_label="the code context",
     )
     _store_citations(ctx, message)
@@ -378,14 +379,15 @@ def investigate(ctx: NodeContext) -> NodeResult:
     return NodeResult({})
 
 
-def proposal_start(ctx: NodeContext) -> list[str]:
-    """What the analysis's and every proposal's prompt start with: the grounding, the task."""
+def turn_start(ctx: NodeContext) -> list[str]:
+    """What the analysis's, every proposal's and every review's prompt start with: the
+    grounding, then the task."""
     return [*ctx.grounding(), f"Task: {ctx.session.task}{ctx.notes()}"]
 
 
 def propose_changes(ctx: NodeContext) -> NodeResult:
     iteration = ctx.state.iteration + 1
-    shared = proposal_start(ctx)
+    shared = turn_start(ctx)
     parts: list[str] = []
     if ctx.state.analysis:
         parts.append(f"Analysis so far:\n{ctx.state.analysis}")
@@ -444,7 +446,7 @@ def review_and_refine(ctx: NodeContext) -> NodeResult:
         + f"Cite {_cite(ctx)}. Write only your review, at most 180 words. "
         f"{language_rule(ctx.session.language)}\n\nYour review: {OBJECTIONS_CUE}"
     )
-    shared = [*ctx.grounding(), f"Task: {ctx.session.task}{ctx.notes()}"]
+    shared = turn_start(ctx)
     own = [f"<proposal>\n{proposal_md}\n</proposal>", checks_block(points), request]
     message = text_turn(
         ctx.session,
